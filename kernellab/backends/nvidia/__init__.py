@@ -1,0 +1,1 @@
+"""kernellab.backends.nvidia."""

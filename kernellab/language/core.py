@@ -1,0 +1,338 @@
+"""Types and values of the block language: dtypes, pointer and block types, constexpr, tensor.
+
+These mirror `triton.language` so kernels written for Triton read the same here. Nothing in
+this module knows about IR: the frontend maps dtypes to IR types and gives tensors a handle.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+
+class dtype:
+    """A scalar element type (`tl.float32`, `tl.int8`, ...). Compare with `==`; print as Triton."""
+
+    SINT_TYPES = ("int8", "int16", "int32", "int64")
+    UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
+    FP_TYPES = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
+    _BITS = {
+        "int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64,
+        "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
+        "fp8e4nv": 8, "fp8e5": 8, "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64,
+    }  # fmt: skip
+    # (exponent bits, mantissa bits, exponent bias) of each float format
+    _FP_LAYOUT = {
+        "fp8e4nv": (4, 3, 7), "fp8e5": (5, 2, 15), "fp16": (5, 10, 15),
+        "bf16": (8, 7, 127), "fp32": (8, 23, 127), "fp64": (11, 52, 1023),
+    }  # fmt: skip
+
+    def __init__(self, name: str):
+        if name not in self._BITS and name != "void":
+            raise ValueError(f"unknown dtype {name!r}")
+        self.name = name
+
+    # -- classification -------------------------------------------------------------------
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self._BITS[self.name]
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        return self._FP_LAYOUT[self.name][1]
+
+    @property
+    def exponent_bias(self) -> int:
+        return self._FP_LAYOUT[self.name][2]
+
+    def is_floating(self) -> bool:
+        return self.name in self.FP_TYPES
+
+    def is_int(self) -> bool:
+        return self.name in self.SINT_TYPES or self.name in self.UINT_TYPES
+
+    def is_int_signed(self) -> bool:
+        return self.name in self.SINT_TYPES
+
+    def is_int_unsigned(self) -> bool:
+        return self.name in self.UINT_TYPES
+
+    def is_bool(self) -> bool:
+        return self.name == "int1"
+
+    def is_fp8(self) -> bool:
+        return self.name in ("fp8e4nv", "fp8e5")
+
+    def is_fp16(self) -> bool:
+        return self.name == "fp16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bf16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "fp32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "fp64"
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def is_block(self) -> bool:
+        return False
+
+    def is_void(self) -> bool:
+        return self.name == "void"
+
+    @property
+    def scalar(self) -> dtype:
+        return self
+
+    # -- identity -------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.name == self.name  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.name))
+
+    def __repr__(self) -> str:
+        return f"tl.{_PUBLIC_NAME.get(self.name, self.name)}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __call__(self, value):
+        raise TypeError(
+            f"{self!r} is a type, not a conversion function; use x.to({self!r}) in a kernel"
+        )
+
+
+class pointer_type(dtype):
+    """Pointer to global memory holding `element_ty` (`*fp32` in a signature)."""
+
+    def __init__(self, element_ty: dtype, address_space: int = 1):
+        self.element_ty = element_ty
+        self.address_space = address_space
+        self.name = f"pointer<{element_ty.name}>"
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return 64
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_floating(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+
+    def __hash__(self) -> int:
+        return hash(("pointer", self.element_ty))
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty!r}>"
+
+    def __str__(self) -> str:
+        return f"*{self.element_ty.name}"
+
+
+class block_type(dtype):
+    """A tensor type: `element_ty` over a static `shape` (each dim a power of two)."""
+
+    def __init__(self, element_ty: dtype, shape: tuple[int, ...] | list[int]):
+        self.element_ty = element_ty
+        self.shape = tuple(int(s) for s in shape)
+        self.numel = 1
+        for s in self.shape:
+            self.numel *= s
+        self.name = f"<{self.shape}, {element_ty.name}>"
+
+    @property
+    def scalar(self) -> dtype:
+        return self.element_ty
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.element_ty.primitive_bitwidth
+
+    def is_block(self) -> bool:
+        return True
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, block_type)
+            and other.element_ty == self.element_ty
+            and other.shape == self.shape
+        )
+
+    def __hash__(self) -> int:
+        return hash(("block", self.element_ty, self.shape))
+
+    def __repr__(self) -> str:
+        dims = "x".join(str(s) for s in self.shape)
+        return f"block<{dims}x{self.element_ty!r}>"
+
+    __str__ = __repr__
+
+
+_PUBLIC_NAME = {"fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp16": "float16",
+                "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}  # fmt: skip
+
+void = dtype("void")
+int1 = dtype("int1")
+int8 = dtype("int8")
+int16 = dtype("int16")
+int32 = dtype("int32")
+int64 = dtype("int64")
+uint8 = dtype("uint8")
+uint16 = dtype("uint16")
+uint32 = dtype("uint32")
+uint64 = dtype("uint64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+pi32_t = pointer_type(int32)
+
+# Signature spellings, as in Triton: "*fp32", "i32", "u64", "fp16", "i1".
+_SIGNATURE_NAMES = {
+    "i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64,
+    "u1": int1, "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
+    "fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp16": float16, "bf16": bfloat16,
+    "fp32": float32, "f32": float32, "fp64": float64,
+}  # fmt: skip
+
+
+def dtype_from_signature(text: str) -> dtype:
+    """Parse one signature entry: `*fp32` → pointer_type(float32), `i32` → int32."""
+    text = text.strip()
+    if text.startswith("*"):
+        return pointer_type(dtype_from_signature(text[1:]))
+    try:
+        return _SIGNATURE_NAMES[text]
+    except KeyError:
+        known = ", ".join(sorted(_SIGNATURE_NAMES))
+        raise ValueError(f"unknown type {text!r} in signature; use one of {known}, or *T for a pointer") from None
+
+
+def signature_name(ty: dtype) -> str:
+    """The inverse of `dtype_from_signature`."""
+    if isinstance(ty, pointer_type):
+        return "*" + signature_name(ty.element_ty)
+    for name, t in _SIGNATURE_NAMES.items():
+        if t == ty and not name.startswith("u1") and name != "f32":
+            return name
+    raise ValueError(f"{ty!r} has no signature spelling")
+
+
+class constexpr:
+    """A compile-time constant. Annotate a kernel parameter with `tl.constexpr` to specialize on it.
+
+    Arithmetic between constexprs folds in Python, so `BLOCK // 2` stays a constant.
+    """
+
+    def __init__(self, value: Any):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self) -> int:
+        return operator.index(self.value)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __call__(self, *args, **kwargs):
+        return self.value(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        if name == "value":  # only reached before __init__ ran (e.g. while unpickling)
+            raise AttributeError(name)
+        return getattr(self.value, name)
+
+
+def _unwrap(x: Any) -> Any:
+    return x.value if isinstance(x, constexpr) else x
+
+
+def _constexpr_binary(op):
+    def forward(self, other):
+        return constexpr(op(self.value, _unwrap(other)))
+
+    def reverse(self, other):
+        return constexpr(op(_unwrap(other), self.value))
+
+    return forward, reverse
+
+
+for _name, _op in {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
+    "pow": operator.pow, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+    "lshift": operator.lshift, "rshift": operator.rshift,
+}.items():  # fmt: skip
+    _fwd, _rev = _constexpr_binary(_op)
+    setattr(constexpr, f"__{_name}__", _fwd)
+    setattr(constexpr, f"__r{_name}__", _rev)
+
+for _name, _op in {
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt,
+    "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+}.items():  # fmt: skip
+    setattr(constexpr, f"__{_name}__", _constexpr_binary(_op)[0])
+
+constexpr.__neg__ = lambda self: constexpr(-self.value)  # type: ignore[attr-defined]
+constexpr.__pos__ = lambda self: constexpr(+self.value)  # type: ignore[attr-defined]
+constexpr.__invert__ = lambda self: constexpr(~self.value)  # type: ignore[attr-defined]
+
+
+class tensor:
+    """A value inside a kernel: a scalar or a block, with its type and an IR handle.
+
+    Only the frontend creates tensors; user code sees them as the variables of a kernel.
+    """
+
+    def __init__(self, handle: Any, type: dtype):
+        self.handle = handle
+        self.type = type
+
+    @property
+    def dtype(self) -> dtype:
+        return self.type.scalar
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape if isinstance(self.type, block_type) else ()
+
+    @property
+    def numel(self) -> int:
+        return self.type.numel if isinstance(self.type, block_type) else 1
+
+    def __repr__(self) -> str:
+        return f"tensor({self.type!r})"
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "a kernel value has no truth value at compile time; compare it inside `if` "
+            "(a runtime branch) or use tl.where"
+        )
