@@ -1,1 +1,0 @@
-"""kernellab.backends.nvidia."""
