@@ -336,3 +336,71 @@ class tensor:
             "a kernel value has no truth value at compile time; compare it inside `if` "
             "(a runtime branch) or use tl.where"
         )
+
+
+class KernelFunction:
+    """A Python function written in the block language: the source the frontend compiles.
+
+    `@kl.jit` wraps a function in a subclass that can also be launched; functions of the
+    standard library (`tl.cdiv`, `tl.sigmoid`, `tl.rand`, ...) are plain KernelFunctions. Either
+    can be called from a kernel, where the frontend compiles the call.
+    """
+
+    def __init__(self, fn, noinline: bool = False):
+        import inspect
+        import textwrap
+
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.noinline = noinline
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self.constexpr_names = {
+            name
+            for name, p in self.signature.parameters.items()
+            if p.annotation is constexpr or p.annotation == "tl.constexpr"
+            or (isinstance(p.annotation, str) and p.annotation.endswith("constexpr"))
+        }
+        lines, self.start_line = inspect.getsourcelines(fn)
+        self.filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        self.src = textwrap.dedent("".join(lines))
+        # column offset removed by dedent, so errors can point at the original column
+        self.indent = len(lines[0]) - len(lines[0].lstrip())
+
+    @property
+    def globals(self) -> dict:
+        return self.fn.__globals__
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"{self.__name__} is a kernel function: call it from inside a @kl.jit kernel, or "
+            f"launch a kernel with {self.__name__}[grid](...)"
+        )
+
+    def __repr__(self) -> str:
+        return f"<kernel function {self.__qualname__}>"
+
+
+def kernel_function(fn=None, *, noinline: bool = False):
+    """Mark a function as written in the block language (used by the standard library)."""
+    if fn is None:
+        return lambda f: KernelFunction(f, noinline=noinline)
+    return KernelFunction(fn, noinline=noinline)
+
+
+def builtin(fn):
+    """Mark a `tl` function as a compiler builtin: the frontend implements it; Python can't call it."""
+    import functools
+
+    @functools.wraps(fn)
+    def outside_kernel(*args, **kwargs):
+        raise RuntimeError(
+            f"tl.{fn.__name__} can only be called inside a @kl.jit kernel"
+        )
+
+    outside_kernel.__kernellab_builtin__ = fn.__name__
+    return outside_kernel
