@@ -1,0 +1,50 @@
+"""kernellab: a Triton-compatible block language, a compiler you can watch, and a numpy interpreter.
+
+    import kernellab as kl
+    import kernellab.language as tl
+
+    @kl.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
+
+    add[(kl.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+
+The compiler (xDSL) loads on first use, so `import kernellab` stays quick and pulls in neither
+Jupyter, torch nor matplotlib.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from kernellab.compiler import CompiledKernel, compile
+from kernellab.runtime import cdiv, next_power_of_2
+from kernellab.runtime.autotuner import Config, autotune, heuristics
+from kernellab.runtime.jit import JITFunction, jit
+
+__version__ = "0.1.0"
+
+# name → module that defines it; imported on first access (PEP 562)
+_LAZY = {
+    "CompilationError": "kernellab.frontend.errors",
+    "testing": None,
+    "language": None,
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'kernellab' has no attribute {name!r}")
+    module_name = _LAZY[name]
+    value = (
+        importlib.import_module(f"kernellab.{name}")
+        if module_name is None
+        else getattr(importlib.import_module(module_name), name)
+    )
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
+    "heuristics", "cdiv", "next_power_of_2", "testing", "language",
+]  # fmt: skip

@@ -1,0 +1,213 @@
+"""`@kl.jit`: a kernel you can launch with `kernel[grid](*args)`.
+
+A launch binds the arguments to the parameters, reduces them to a specialization key (argument
+types, 16-divisibility, equality to 1, constexpr values, options), and looks the key up in an
+in-memory cache of compiled kernels; only a miss compiles. The binder is built once per
+function from its signature.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+from kernellab.compiler import OPTION_NAMES, CompiledKernel, compile
+from kernellab.language import core as tl
+from kernellab.runtime.args import ArgumentError, normalize_grid, specialize
+
+_MISSING = inspect.Parameter.empty
+
+
+class KernelInterface:
+    """`kernel[grid](*args, **kwargs)` is `kernel.run(*args, grid=grid, **kwargs)`."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+
+@dataclass
+class Bound:
+    """One launch's arguments: the cache key, the runtime values in kernel-argument order, and
+    every parameter's value by position (for grid callables and for compiling on a miss)."""
+
+    key: tuple
+    args: list
+    values: list
+    options: dict
+
+
+class Binder:
+    """Maps a launch's (args, kwargs) to a Bound, following the kernel's Python signature."""
+
+    def __init__(self, fn: tl.KernelFunction, do_not_specialize=(), do_not_specialize_on_alignment=()):
+        self.fn_name = fn.__name__
+        params = fn.signature.parameters
+        self.names = list(params)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.defaults = [p.default for p in params.values()]
+        self.is_constexpr = [name in fn.constexpr_names for name in self.names]
+        no_spec = self._names(do_not_specialize, "do_not_specialize")
+        no_align = self._names(do_not_specialize_on_alignment, "do_not_specialize_on_alignment")
+        self.specialize = [name not in no_spec for name in self.names]
+        self.align = [name not in no_align for name in self.names]
+
+    def _names(self, items, what: str) -> set[str]:
+        names = set()
+        for item in items:
+            name = self.names[item] if isinstance(item, int) else item
+            if name not in self.index:
+                raise ValueError(f"{what}: {self.fn_name} has no parameter {item!r}")
+            names.add(name)
+        return names
+
+    def _usage(self) -> str:
+        return f"{self.fn_name}({', '.join(self.names)})"
+
+    def bind(self, args: tuple, kwargs: dict) -> Bound:
+        n = len(self.names)
+        if len(args) > n:
+            raise TypeError(f"{self._usage()} takes {n} arguments but {len(args)} were given")
+        values = list(args) + [_MISSING] * (n - len(args))
+        options = {}
+        for name, value in kwargs.items():
+            if name in OPTION_NAMES:  # a parameter named like an option sets both, as in Triton
+                options[name] = value
+            i = self.index.get(name)
+            if i is None:
+                if name in OPTION_NAMES:
+                    continue
+                raise TypeError(
+                    f"{self._usage()} got an unexpected argument {name!r}; launch options are "
+                    f"{', '.join(sorted(OPTION_NAMES))}"
+                )
+            if values[i] is not _MISSING:
+                raise TypeError(f"{self._usage()} got two values for {name!r}")
+            values[i] = value
+        key, runtime = [], []
+        for i, value in enumerate(values):
+            if value is _MISSING:
+                value = values[i] = self._default(i)
+            if self.is_constexpr[i]:
+                if isinstance(value, tl.constexpr):
+                    value = values[i] = value.value
+                key.append(self._constexpr_key(i, value))
+                continue
+            try:
+                k, r = specialize(value, self.specialize[i], self.align[i])
+            except ArgumentError as e:
+                raise ArgumentError(f"{self.fn_name}: parameter {self.names[i]!r}: {e}") from None
+            key.append(k)
+            if k[0] != "constexpr":
+                runtime.append(r)
+        if options:
+            key.append(tuple(sorted(options.items())))
+        return Bound(tuple(key), runtime, values, options)
+
+    def _default(self, i: int):
+        default = self.defaults[i]
+        if default is _MISSING:
+            name = self.names[i]
+            what = "a tl.constexpr" if self.is_constexpr[i] else f"parameter {i + 1} of {len(self.names)}"
+            raise TypeError(
+                f"{self._usage()} is missing {name!r} ({what}); pass it positionally or as {name}=..."
+            )
+        return default.value if isinstance(default, tl.constexpr) else default
+
+    def _constexpr_key(self, i: int, value) -> tuple:
+        try:
+            hash(value)
+        except TypeError:
+            raise TypeError(
+                f"{self.fn_name}: constexpr {self.names[i]}={value!r} must be hashable "
+                "(use a tuple instead of a list)"
+            ) from None
+        return (type(value), value)
+
+    def meta(self, bound: Bound) -> dict:
+        """Every parameter's value by name: what a grid callable receives."""
+        return dict(zip(self.names, bound.values))
+
+    def compile_args(self, bound: Bound) -> tuple[dict, dict, dict]:
+        """(signature, constexprs, attrs) for `compile`, read off the key."""
+        signature, constexprs, attrs = {}, {}, {}
+        for name, k, value, const in zip(self.names, bound.key, bound.values, self.is_constexpr):
+            if const:
+                constexprs[name] = value
+            elif k[0] == "constexpr":
+                constexprs[name] = k[1]
+            else:
+                signature[name] = k[0]
+                if k[1]:
+                    attrs[name] = {"tt.divisibility": 16}
+        return signature, constexprs, attrs
+
+
+class JITFunction(KernelInterface, tl.KernelFunction):
+    """A kernel made by `@kl.jit`: launch with `kernel[grid](...)`, compile with `.warmup(...)`."""
+
+    def __init__(
+        self,
+        fn,
+        do_not_specialize=(),
+        do_not_specialize_on_alignment=(),
+        noinline: bool = False,
+        debug: bool | None = None,
+    ):
+        tl.KernelFunction.__init__(self, fn, noinline=noinline)
+        self.binder = Binder(self, do_not_specialize, do_not_specialize_on_alignment)
+        self.debug = debug
+        self.cache: dict[tuple, CompiledKernel] = {}
+
+    def run(self, *args, grid=None, warmup: bool = False, **kwargs) -> CompiledKernel:
+        """Bind, look up (or compile) the specialization, and launch it on `grid` unless `warmup`."""
+        bound = self.binder.bind(args, kwargs)
+        kernel = self.cache.get(bound.key)
+        if kernel is None:
+            kernel = self._compile(bound)
+        if warmup:
+            return kernel
+        if grid is None:
+            raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
+        if callable(grid):
+            grid = grid(self.binder.meta(bound))
+        kernel.launch(bound.args, normalize_grid(grid))
+        return kernel
+
+    def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
+        """Compile for these arguments without launching; returns the CompiledKernel."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    def _compile(self, bound: Bound) -> CompiledKernel:
+        signature, constexprs, attrs = self.binder.compile_args(bound)
+        options = dict(bound.options)
+        if self.debug is not None:
+            options.setdefault("debug", self.debug)
+        kernel = compile(self, signature=signature, constexprs=constexprs, attrs=attrs or None, **options)
+        self.cache[bound.key] = kernel
+        return kernel
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+
+def jit(fn=None, *, do_not_specialize=(), do_not_specialize_on_alignment=(), noinline=False, debug=None):
+    """Make a Python function in the block language a launchable kernel (`@kl.jit` or `@kl.jit(...)`).
+
+    `do_not_specialize` names parameters (or their positions) whose integer values should not
+    specialize the kernel (no equal-to-1 / divisible-by-16 variants); `noinline` keeps a called
+    kernel function as a call until the inliner runs.
+    """
+
+    def decorate(f) -> JITFunction:
+        return JITFunction(
+            f,
+            do_not_specialize=do_not_specialize,
+            do_not_specialize_on_alignment=do_not_specialize_on_alignment,
+            noinline=noinline,
+            debug=debug,
+        )
+
+    return decorate if fn is None else decorate(fn)
+
+
+__all__ = ["jit", "JITFunction", "KernelInterface", "Binder", "Bound"]

@@ -1,0 +1,152 @@
+"""@kl.autotune, kl.Config and @kl.heuristics: selection, caching, output safety, pruning."""
+
+import time
+
+import numpy as np
+import pytest
+
+import kernellab as kl
+import kernellab.language as tl
+
+CONFIGS = [kl.Config({"BLOCK": 32}), kl.Config({"BLOCK": 64}, num_warps=2)]
+
+
+def accumulate_kernel():
+    """out += x: a kernel whose timing runs would corrupt its output if left unguarded."""
+
+    @kl.jit
+    def accumulate(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        acc = tl.load(out_ptr + offs, mask=mask) + tl.load(x_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, acc, mask=mask)
+
+    return accumulate
+
+
+def grid(meta):
+    return (kl.cdiv(meta["n"], meta["BLOCK"]),)
+
+
+def inputs(n):
+    rng = np.random.default_rng()
+    return rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+
+
+@pytest.mark.parametrize("guard", ["restore_value", "reset_to_zero"])
+def test_tuning_leaves_outputs_as_one_launch_would(guard):
+    kernel = kl.autotune(CONFIGS, key=["n"], **{guard: ["out_ptr"]})(accumulate_kernel())
+    n = 200
+    x, out = inputs(n)
+    before = out.copy()
+    kernel[grid](x, out, n)
+    np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
+    assert kernel.best_config in CONFIGS
+    assert set(kernel.configs_timings) == set(CONFIGS)
+
+
+def test_best_config_is_cached_per_key():
+    kernel = kl.autotune(CONFIGS, key=["n"], restore_value=["out_ptr"])(accumulate_kernel())
+    benched = []
+    real_bench = kernel._bench
+    kernel._bench = lambda config, *a: benched.append(config) or real_bench(config, *a)
+    for n in (100, 100, 300):
+        x, out = inputs(n)
+        before = out.copy()
+        kernel[grid](x, out, n)
+        np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
+    assert len(benched) == 4 and len(kernel.cache) == 2  # two keys, two configs each
+    x64, out64 = (a.astype(np.float64) for a in inputs(100))
+    kernel[grid](x64, out64, 100)  # same n, new dtype: a new key
+    assert len(kernel.cache) == 3
+
+
+def test_the_fastest_config_wins():
+    def slow(args):
+        time.sleep(0.02)
+
+    configs = [kl.Config({"BLOCK": 32}, pre_hook=slow), kl.Config({"BLOCK": 64})]
+    kernel = kl.autotune(configs, key=["n"], restore_value=["out_ptr"], warmup=1, rep=1)(accumulate_kernel())
+    x, out = inputs(128)
+    kernel[grid](x, out, 128)
+    assert kernel.best_config is configs[1]
+    assert kernel.configs_timings[configs[0]] > kernel.configs_timings[configs[1]]
+
+
+def test_print_autotuning(monkeypatch, capsys):
+    monkeypatch.setenv("KERNELLAB_PRINT_AUTOTUNING", "1")
+    kernel = kl.autotune(CONFIGS, key=["n"], restore_value=["out_ptr"])(accumulate_kernel())
+    x, out = inputs(64)
+    kernel[grid](x, out, 64)
+    printed = capsys.readouterr().out
+    assert "Autotuning kernel accumulate" in printed and f"BLOCK: {kernel.best_config.kwargs['BLOCK']}" in printed
+
+
+def test_pruning_limits_the_configs_timed():
+    configs = CONFIGS + [kl.Config({"BLOCK": 128})]
+    kernel = kl.autotune(
+        configs,
+        key=["n"],
+        restore_value=["out_ptr"],
+        prune_configs_by={
+            "early_config_prune": lambda cs, named: [c for c in cs if c.kwargs["BLOCK"] <= named["n"]],
+            "perf_model": lambda **kw: kw["BLOCK"],
+            "top_k": 1,
+        },
+    )(accumulate_kernel())
+    x, out = inputs(100)
+    before = out.copy()
+    kernel[grid](x, out, 100)
+    assert list(kernel.configs_timings) == [configs[0]]
+    np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
+
+
+def test_tuned_meta_parameters_cannot_also_be_passed():
+    kernel = kl.autotune(CONFIGS, key=["n"])(accumulate_kernel())
+    x, out = inputs(64)
+    with pytest.raises(ValueError, match="conflicting meta-parameters BLOCK"):
+        kernel[grid](x, out, 64, BLOCK=32)
+
+
+def test_unknown_key_is_refused():
+    with pytest.raises(ValueError, match="no parameter 'm'"):
+        kl.autotune(CONFIGS, key=["m"])(accumulate_kernel())
+
+
+def test_config_reads_like_triton():
+    config = kl.Config({"BLOCK": 64}, num_warps=8, num_stages=2)
+    assert config.all_kwargs() == {"BLOCK": 64, "num_warps": 8, "num_stages": 2, "num_ctas": 1}
+    assert repr(config) == "BLOCK: 64, num_warps: 8, num_ctas: 1, num_stages: 2"
+
+
+def test_heuristics_compute_meta_parameters():
+    @kl.heuristics({"BLOCK": lambda args: kl.next_power_of_2(args["n"]), "EVEN": lambda args: args["n"] % 2 == 0})
+    @kl.jit
+    def scale(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)
+
+    for n in (37, 100):
+        x, _ = inputs(n)
+        out = np.full(n, np.nan, np.float32)
+        ck = scale[(1,)](x, out, n, 3.0)
+        np.testing.assert_allclose(out, x.astype(np.float64) * 3, rtol=1e-6)
+        assert ck.metadata["constexprs"]["BLOCK"] == kl.next_power_of_2(n)
+        assert ck.metadata["constexprs"]["EVEN"] == (n % 2 == 0)
+
+
+def test_autotune_over_heuristics():
+    @kl.autotune([kl.Config({"BLOCK": 32}), kl.Config({"BLOCK": 64})], key=["n"], restore_value=["out_ptr"])
+    @kl.heuristics({"ADD": lambda args: args["n"] > 0})
+    @kl.jit
+    def maybe_add(x_ptr, out_ptr, n, BLOCK: tl.constexpr, ADD: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        if ADD:
+            tl.store(out_ptr + offs, tl.load(out_ptr + offs, mask=mask) + tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+    x, out = inputs(90)
+    before = out.copy()
+    maybe_add[grid](x, out, 90)
+    np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
