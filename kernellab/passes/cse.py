@@ -1,0 +1,62 @@
+"""cse: replace a pure op by an identical one that dominates it.
+
+Two ops are identical when they have the same name, operands, properties, attributes and result
+types. Scoping follows dominance in structured control flow: an op may be reused by ops later in
+its block and inside regions nested there, never by ops outside the region it lives in. Ops with
+memory effects (tt.load included: a store may sit between two loads) are never merged, nor are
+ops with regions (comparing regions costs more than it saves in block programs).
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+
+from xdsl.ir import Block, Operation
+from xdsl.rewriter import Rewriter
+from xdsl.traits import IsolatedFromAbove, IsTerminator, is_side_effect_free
+
+NAME = "cse"
+
+
+def run(module) -> bool:
+    return _cse_block(module.body.block, ChainMap())
+
+
+def _key(op: Operation) -> tuple:
+    return (
+        op.name,
+        tuple(op.operands),
+        tuple(sorted(op.properties.items())),
+        tuple(sorted(op.attributes.items())),
+        tuple(op.result_types),
+    )
+
+
+def _mergeable(op: Operation) -> bool:
+    return (
+        bool(op.results)
+        and not op.regions
+        and not op.has_trait(IsTerminator)
+        and is_side_effect_free(op)
+    )
+
+
+def _cse_block(block: Block, scope: ChainMap) -> bool:
+    changed = False
+    for op in list(block.ops):
+        if _mergeable(op):
+            key = _key(op)
+            earlier = scope.get(key)
+            if earlier is not None:
+                for old, new in zip(op.results, earlier.results):
+                    if new.name_hint is None:
+                        new.name_hint = old.name_hint
+                Rewriter.replace_op(op, [], list(earlier.results))
+                changed = True
+                continue
+            scope[key] = op
+        for region in op.regions:
+            outer = ChainMap() if op.has_trait(IsolatedFromAbove) else scope
+            for inner in region.blocks:
+                changed |= _cse_block(inner, outer.new_child())
+    return changed
