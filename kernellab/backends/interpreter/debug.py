@@ -1,0 +1,67 @@
+"""tt.print (device_print) and tt.assert (device_assert)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from kernellab.backends.interpreter.compiler import builds
+from kernellab.backends.interpreter.errors import DeviceAssertionError, describe_program
+from kernellab.backends.interpreter.dtypes import unsigned
+from kernellab.ir import tt
+
+
+def _format(value, hex_: bool) -> str:
+    if hex_:
+        bits = unsigned(np.asarray(value).reshape(1).view(np.dtype(f"i{value.dtype.itemsize}")))
+        return f"0x{int(bits[0]):0{2 * value.dtype.itemsize}x}"
+    if value.dtype == np.bool_:
+        return str(int(value))
+    return str(value.item() if value.dtype.kind in "iuf" else float(value))
+
+
+@builds(tt.PrintOp)
+def _print(c, op):
+    """Prints one line per program and element, like Triton: `pid (x, y, z) idx (i, j) prefix value`."""
+    slots = [c.slot(v) for v in op.args]
+    prefix, hex_ = op.prefix.data, op.hex.value.data != 0
+    label = prefix.strip()
+
+    def run(fr):
+        if not slots:
+            for row in range(fr.P):
+                print(f"pid {fr.program_of(row)} {label}", file=sys.stdout)
+            return
+        for n, s in enumerate(slots):
+            v = fr.env[s]
+            v = np.broadcast_to(v, (fr.P,) + v.shape[1:])
+            suffix = f" (operand {n})" if len(slots) > 1 else ""
+            for row in range(fr.P):
+                pid = fr.program_of(row)
+                for index in np.ndindex(*v.shape[1:]):
+                    idx = ", ".join(str(i) for i in index)
+                    text = _format(v[(row, *index)], hex_)
+                    print(f"pid {pid} idx ({idx}) {label}{suffix} {text}".replace("  ", " "), file=sys.stdout)
+
+    return run
+
+
+@builds(tt.AssertOp)
+def _assert(c, op):
+    cond, message = c.slot(op.condition), op.message.data
+    where = c.location(op)
+
+    def run(fr):
+        v = fr.env[cond]
+        if v.all():
+            return
+        v = np.broadcast_to(v, (fr.P,) + v.shape[1:])
+        first = np.unravel_index(int(np.argmin(v)), v.shape)
+        index = tuple(int(i) for i in first[1:])
+        at = describe_program(fr.program_of(int(first[0])))
+        raise DeviceAssertionError(
+            f"{where}: device assertion failed: {message} ({at}, index {index})"
+        )
+
+    return run

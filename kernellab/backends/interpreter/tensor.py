@@ -1,0 +1,162 @@
+"""Program ids, ranges, shape changes, pointer arithmetic and tt.dot.
+
+Values carry a leading program axis (size P, or 1 when uniform), so a tensor op on dim `d`
+works on numpy axis `d + 1`. Splat and broadcast return broadcast views: no copies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernellab.backends.interpreter.compiler import builds
+from kernellab.backends.interpreter.dtypes import F32, F64, I64, NARROW_FLOATS, np_dtype, round_float
+from kernellab.backends.interpreter.ops import elementwise
+from kernellab.ir import tt
+
+
+@builds(tt.GetProgramIdOp)
+def _program_id(c, op):
+    axis, o = op.axis.value.data, c.slot(op.result)
+
+    def run(fr):
+        fr.env[o] = fr.pid[axis]
+
+    return run
+
+
+@builds(tt.GetNumProgramsOp)
+def _num_programs(c, op):
+    axis, o = op.axis.value.data, c.slot(op.result)
+
+    def run(fr):
+        fr.env[o] = np.array([fr.grid[axis]], np.int32)
+
+    return run
+
+
+@builds(tt.MakeRangeOp)
+def _make_range(c, op):
+    start, end = op.start.value.data, op.end.value.data
+    c.const(op.result, np.arange(start, end, dtype=np.int32)[None])
+
+
+def _to_shape(op, fn):
+    """An op whose result has the static shape of its result type, computed by `fn(x, shape)`."""
+    shape = tt.shape_of(op.results[0].type)
+    return lambda x: fn(x, shape)
+
+
+@builds(tt.SplatOp)
+def _splat(c, op):
+    rank = len(tt.shape_of(op.result.type))
+    trailing = (1,) * rank
+    return elementwise(c, op, _to_shape(
+        op, lambda x, shape: np.broadcast_to(x.reshape(x.shape + trailing), x.shape + shape)))
+
+
+@builds(tt.BroadcastOp)
+def _broadcast(c, op):
+    return elementwise(c, op, _to_shape(op, lambda x, shape: np.broadcast_to(x, x.shape[:1] + shape)))
+
+
+@builds(tt.ExpandDimsOp)
+def _expand_dims(c, op):
+    axis = op.axis.value.data + 1
+    return elementwise(c, op, lambda x: np.expand_dims(x, axis))
+
+
+@builds(tt.ReshapeOp)
+def _reshape(c, op):
+    return elementwise(c, op, _to_shape(op, lambda x, shape: x.reshape(x.shape[:1] + shape)))
+
+
+@builds(tt.TransOp)
+def _trans(c, op):
+    order = (0, *(d + 1 for d in op.order.get_values()))
+    return elementwise(c, op, lambda x: np.transpose(x, order))
+
+
+def _same_programs(a, b):
+    n = max(a.shape[0], b.shape[0])
+    return np.broadcast_to(a, (n,) + a.shape[1:]), np.broadcast_to(b, (n,) + b.shape[1:])
+
+
+@builds(tt.JoinOp)
+def _join(c, op):
+    return elementwise(c, op, lambda a, b: np.stack(_same_programs(a, b), axis=-1))
+
+
+@builds(tt.CatOp)
+def _cat(c, op):
+    return elementwise(c, op, lambda a, b: np.concatenate(_same_programs(a, b), axis=1))
+
+
+@builds(tt.SplitOp)
+def _split(c, op):
+    s, lhs, rhs = c.slot(op.src), c.slot(op.out_lhs), c.slot(op.out_rhs)
+
+    def run(fr):
+        e = fr.env
+        x = e[s]
+        e[lhs], e[rhs] = x[..., 0], x[..., 1]
+
+    return run
+
+
+# ------------------------------------------------------------------------------ pointers
+
+
+@builds(tt.AddPtrOp)
+def _addptr(c, op):
+    size = np_dtype(tt.element_type(op.ptr.type).pointee).itemsize
+
+    def addptr(p, off):
+        r = off.astype(I64)  # a fresh array: scaled and offset in place (fewer passes)
+        if size > 1:
+            np.multiply(r, size, out=r)
+        if r.shape == np.broadcast_shapes(r.shape, p.shape):
+            r += p
+            return r
+        return r + p
+
+    return elementwise(c, op, addptr)
+
+
+@builds(tt.PtrToIntOp, tt.IntToPtrOp)
+def _ptr_int(c, op):
+    dt = np_dtype(op.result.type)
+    return elementwise(c, op, lambda x: x.astype(dt))
+
+
+# ----------------------------------------------------------------------------------- dot
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to tf32 (10 explicit mantissa bits), nearest-even, as tensor cores do."""
+    bits = x.view(np.uint32)
+    rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    keep = ~np.isfinite(x)
+    return np.where(keep, x, rounded.view(F32))
+
+
+@builds(tt.DotOp)
+def _dot(c, op):
+    """Matmul batched over programs: narrow floats multiply exactly in float32 and accumulate
+    in float32, int8 accumulates in int32, fp32 with input_precision="tf32" rounds its inputs
+    to tf32 first so results match tensor cores."""
+    a_dt, acc_dt = np_dtype(op.a.type), np_dtype(op.c.type)
+    tf32 = a_dt == F32 and op.input_precision.data == "tf32"
+    if a_dt.kind in "iub":
+        work = np.dtype(np.int32) if acc_dt.itemsize <= 4 else I64
+    else:
+        work = F64 if F64 in (a_dt, acc_dt) else F32
+
+    def dot(a, b, acc):
+        a, b = a.astype(work), b.astype(work)
+        if tf32:
+            a, b = _tf32(a), _tf32(b)
+        d = np.matmul(a, b) + acc.astype(work)
+        return round_float(d, acc_dt) if acc_dt.kind == "f" or acc_dt in NARROW_FLOATS else d.astype(acc_dt)
+
+    return elementwise(c, op, dot)
+

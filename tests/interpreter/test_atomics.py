@@ -1,0 +1,153 @@
+"""Atomics with colliding lanes and programs: results equal a sequential (program, lane) order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from interp_helpers import poisoned, run
+
+from kernellab.backends.interpreter import prepare
+from kernellab.ir import parse_module
+
+L, P, SLOTS = 16, 5, 4
+
+
+def rmw_kernel(op: str, t: str, use_old: bool = True) -> str:
+    store_old = f"""
+    %os = tt.splat %old_ptr : !tt.ptr<{t}> -> tensor<{L}x!tt.ptr<{t}>>
+    %oa = tt.addptr %os, %offs : tensor<{L}x!tt.ptr<{t}>>, tensor<{L}xi32>
+    tt.store %oa, %old : tensor<{L}x!tt.ptr<{t}>>""" if use_old else ""
+    return f"""
+builtin.module {{
+  tt.func public @k(%target: !tt.ptr<{t}>, %val_ptr: !tt.ptr<{t}>, %old_ptr: !tt.ptr<{t}>, %active: i32) {{
+    %pid = tt.get_program_id x : i32
+    %n = arith.constant {L} : i32
+    %start = arith.muli %pid, %n : i32
+    %ss = tt.splat %start : i32 -> tensor<{L}xi32>
+    %r = tt.make_range {{start = 0 : i32, end = {L} : i32}} : tensor<{L}xi32>
+    %offs = arith.addi %ss, %r : tensor<{L}xi32>
+    %vs = tt.splat %val_ptr : !tt.ptr<{t}> -> tensor<{L}x!tt.ptr<{t}>>
+    %va = tt.addptr %vs, %offs : tensor<{L}x!tt.ptr<{t}>>, tensor<{L}xi32>
+    %v = tt.load %va : tensor<{L}x!tt.ptr<{t}>>
+    %slots = arith.constant {SLOTS} : i32
+    %slots_s = tt.splat %slots : i32 -> tensor<{L}xi32>
+    %slot = arith.remsi %r, %slots_s : tensor<{L}xi32>
+    %ts = tt.splat %target : !tt.ptr<{t}> -> tensor<{L}x!tt.ptr<{t}>>
+    %ta = tt.addptr %ts, %slot : tensor<{L}x!tt.ptr<{t}>>, tensor<{L}xi32>
+    %act = tt.splat %active : i32 -> tensor<{L}xi32>
+    %mask = arith.cmpi slt, %r, %act : tensor<{L}xi32>
+    %old = tt.atomic_rmw {op}, acq_rel, gpu, %ta, %v, %mask : tensor<{L}x!tt.ptr<{t}>>{store_old}
+    tt.return
+  }}
+}}
+"""
+
+
+def sequential(op, target, vals, active, dtype):
+    """Reference: apply lanes one at a time in (program, lane) order."""
+    mem = target.copy()
+    old = np.zeros_like(vals)
+    for p in range(P):
+        for lane in range(active):
+            i, v = lane % SLOTS, vals[p, lane]
+            cur = mem[i]
+            old[p, lane] = cur
+            with np.errstate(over="ignore"):
+                mem[i] = {
+                    "add": lambda: cur + v, "fadd": lambda: dtype(cur + v), "max": lambda: max(cur, v),
+                    "min": lambda: min(cur, v), "exch": lambda: v, "xor": lambda: cur ^ v,
+                    "and": lambda: cur & v, "or": lambda: cur | v,
+                    "umax": lambda: max(cur.view(np.uint32), v.view(np.uint32)).view(np.int32),
+                }[op]()  # fmt: skip
+    return mem, old
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min", "exch", "xor", "and", "or", "umax"])
+@pytest.mark.parametrize("use_old", [True, False])
+def test_integer_rmw_with_collisions(op, use_old):
+    rng = np.random.default_rng()
+    active = 11  # lanes 11.. are masked off
+    vals = rng.integers(-(2**31), 2**31, (P, L), dtype=np.int32)
+    target = rng.integers(-(2**31), 2**31, SLOTS, dtype=np.int32)
+    mem, old = sequential(op, target, vals, active, np.int32)
+    got_old = poisoned((P, L), np.int32)
+    run(rmw_kernel(op, "i32", use_old), [target, vals, got_old, active], (P,))
+    np.testing.assert_array_equal(target, mem)
+    if use_old:
+        np.testing.assert_array_equal(got_old[:, :active], old[:, :active])
+        np.testing.assert_array_equal(got_old[:, active:], 0)
+
+
+@pytest.mark.parametrize("use_old", [True, False])
+def test_float_add_rounds_in_sequential_order(use_old):
+    rng = np.random.default_rng()
+    vals = (rng.standard_normal((P, L)) * 10.0 ** rng.integers(-3, 4, (P, L))).astype(np.float32)
+    target = rng.standard_normal(SLOTS).astype(np.float32)
+    mem, old = sequential("fadd", target, vals, L, np.float32)
+    got_old = poisoned((P, L), np.float32)
+    run(rmw_kernel("fadd", "f32", use_old), [target, vals, got_old, L], (P,))
+    np.testing.assert_array_equal(target, mem)
+    if use_old:
+        np.testing.assert_array_equal(got_old, old)
+
+
+CAS = """
+builtin.module {
+  tt.func public @k(%target: !tt.ptr<i32>, %old_ptr: !tt.ptr<i32>) {
+    %pid = tt.get_program_id x : i32
+    %c1 = arith.constant 1 : i32
+    %next = arith.addi %pid, %c1 : i32
+    %old = tt.atomic_cas acq_rel, gpu, %target, %pid, %next : !tt.ptr<i32>
+    %o = tt.addptr %old_ptr, %pid : !tt.ptr<i32>, i32
+    tt.store %o, %old : !tt.ptr<i32>
+    tt.return
+  }
+}
+"""
+
+
+def test_cas_sees_earlier_programs_writes():
+    """Program p swaps p → p+1: in order, every CAS succeeds and the counter reaches P."""
+    target, old = np.zeros(1, np.int32), poisoned(P, np.int32)
+    run(CAS, [target, old], (P,))
+    np.testing.assert_array_equal(old, np.arange(P))
+    assert target[0] == P
+    target, old = np.array([2], np.int32), poisoned(P, np.int32)  # only program 2 matches
+    run(CAS, [target, old], (P,))
+    np.testing.assert_array_equal(old, [2, 2, 2, 3, 4])
+    assert target[0] == 5
+
+
+# Triton's layer-norm backward lock: spin with atomic_cas, update under the lock, release.
+SPIN_LOCK = """
+builtin.module {
+  tt.func public @k(%lock: !tt.ptr<i32>, %count: !tt.ptr<i32>, %order: !tt.ptr<i32>) {
+    %pid = tt.get_program_id x : i32
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    scf.while () : () -> () {
+      %old = tt.atomic_cas acq_rel, gpu, %lock, %c0, %c1 : !tt.ptr<i32>
+      %held = arith.cmpi eq, %old, %c1 : i32
+      scf.condition(%held)
+    } do {
+      scf.yield
+    }
+    %n = tt.load %count : !tt.ptr<i32>
+    %o = tt.addptr %order, %n : !tt.ptr<i32>, i32
+    tt.store %o, %pid : !tt.ptr<i32>
+    %n1 = arith.addi %n, %c1 : i32
+    tt.store %count, %n1 : !tt.ptr<i32>
+    %released = tt.atomic_rmw exch, acq_rel, gpu, %lock, %c0 : !tt.ptr<i32>
+    tt.return
+  }
+}
+"""
+
+
+def test_spin_lock_terminates_running_programs_one_by_one():
+    kernel = prepare(parse_module(SPIN_LOCK))
+    assert kernel.per_program
+    lock, count, order = np.zeros(1, np.int32), np.zeros(1, np.int32), poisoned(6, np.int32)
+    kernel.run([lock, count, order], (6,))
+    assert lock[0] == 0 and count[0] == 6
+    np.testing.assert_array_equal(order, np.arange(6))
