@@ -284,7 +284,7 @@ class MakeRangeOp(IRDLOperation):
 
     def __init__(self, start: int, end: int):
         super().__init__(
-            properties={"start": IntegerAttr(start, i32), "end": IntegerAttr(end, i32)},
+            properties={"end": IntegerAttr(end, i32), "start": IntegerAttr(start, i32)},  # printed in Triton's order
             result_types=[TensorType(i32, [end - start])],
         )
 

@@ -230,7 +230,7 @@ def signature_name(ty: dtype) -> str:
     if isinstance(ty, pointer_type):
         return "*" + signature_name(ty.element_ty)
     for name, t in _SIGNATURE_NAMES.items():
-        if t == ty and not name.startswith("u1") and name != "f32":
+        if t == ty and name not in ("u1", "f32"):  # skip aliases of int1 and fp32
             return name
     raise ValueError(f"{ty!r} has no signature spelling")
 

@@ -1,0 +1,71 @@
+"""Language types ↔ IR types.
+
+The IR is signless (as MLIR's): `tl.int32` and `tl.uint32` both become `i32`, and signedness
+lives only in the language type that the frontend keeps next to each SSA value.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    TensorType,
+)
+from xdsl.ir import Attribute
+
+from kernellab.ir.tt import PointerType
+from kernellab.language import core as tl
+
+_FLOATS = {
+    "fp8e4nv": Float8E4M3FNType,
+    "fp8e5": Float8E5M2Type,
+    "fp16": Float16Type,
+    "bf16": BFloat16Type,
+    "fp32": Float32Type,
+    "fp64": Float64Type,
+}
+
+
+def to_ir_type(ty: tl.dtype) -> Attribute:
+    """The IR type of a language type: int32/uint32 → i32, fp32 → f32, *fp32 → !tt.ptr<f32>,
+    block<128xfp32> → tensor<128xf32>."""
+    if isinstance(ty, tl.block_type):
+        return TensorType(to_ir_type(ty.element_ty), ty.shape)
+    if isinstance(ty, tl.pointer_type):
+        return PointerType(to_ir_type(ty.element_ty), ty.address_space)
+    if ty.is_int():
+        return IntegerType(ty.primitive_bitwidth)
+    if ty.name in _FLOATS:
+        return _FLOATS[ty.name]()
+    raise TypeError(f"{ty!r} has no IR type")
+
+
+def from_ir_type(ir_type: Attribute, signed: bool = True) -> tl.dtype:
+    """The language type of an IR type; integers come back signed unless `signed` is False
+    (IR is signless, so the caller supplies what the IR lost)."""
+    if isinstance(ir_type, TensorType):
+        return tl.block_type(from_ir_type(ir_type.element_type, signed), ir_type.get_shape())
+    if isinstance(ir_type, PointerType):
+        return tl.pointer_type(
+            from_ir_type(ir_type.pointee, signed), ir_type.address_space.value.data
+        )
+    if isinstance(ir_type, IntegerType):
+        width = ir_type.width.data
+        if width == 1:
+            return tl.int1
+        return tl.dtype(f"{'' if signed else 'u'}int{width}")
+    for name, cls in _FLOATS.items():
+        if isinstance(ir_type, cls):
+            return tl.dtype(name)
+    raise TypeError(f"IR type {ir_type} has no language type")
+
+
+def block_of(elem: tl.dtype, shape) -> tl.dtype:
+    """A block type of `elem` over `shape`, or `elem` itself for the empty shape (a scalar)."""
+    shape = tuple(shape)
+    return tl.block_type(elem, shape) if shape else elem
