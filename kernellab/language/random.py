@@ -1,9 +1,10 @@
 """Counter-based random numbers (Philox 4x32-10), written in the block language.
 
 Same stream as Triton's `tl.rand(seed, offsets)`: the 64-bit seed is the key (low word k0,
-high word k1), the offsets are the first counter word (the other three are 0), ten rounds,
-and the first output word becomes a float in [0, 1). Each (seed, offset) pair gives the
-same numbers on every backend, which is what makes dropout masks reproducible.
+high word k1), the offsets' low 32 bits are the first counter word and, for int64 offsets,
+their high 32 bits the second (the other words are 0), ten rounds, and the first output
+word becomes a float in [0, 1). Each (seed, offset) pair gives the same numbers on every
+backend, which is what makes dropout masks reproducible.
 """
 
 from __future__ import annotations
@@ -93,12 +94,21 @@ def philox(seed, c0, c1, c2, c3, n_rounds: constexpr = N_ROUNDS_DEFAULT):
 
 @kernel_function
 def randint4x(seed, offset, n_rounds: constexpr = N_ROUNDS_DEFAULT):
-    """Four blocks of random uint32 for a scalar `seed` and a block of int32 `offset`s.
+    """Four blocks of random uint32 for a scalar `seed` and a block of int32 or int64 `offset`s.
 
     r0, r1, r2, r3 = tl.randint4x(seed, offs)
+
+    As in Triton, the counter is always 32-bit words: the offset's low 32 bits are c0 and, for
+    64-bit offsets, its high 32 bits are c1 (0 otherwise), so int64 offsets give Triton's stream.
     """
-    zero = offset * 0
-    return philox(seed, offset, zero, zero, zero, n_rounds)
+    offset = to_tensor(offset)
+    lo = offset.to(core.uint32)
+    zero = lo * 0
+    if offset.dtype.primitive_bitwidth > 32:
+        hi = (offset >> 32).to(core.uint32)
+    else:
+        hi = zero
+    return philox(seed, lo, hi, zero, zero, n_rounds)
 
 
 @kernel_function

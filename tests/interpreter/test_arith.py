@@ -149,6 +149,51 @@ def test_fp_to_fp_rounds_to_nearest_even_and_saturates(fp8, name, limit):
     assert np.isnan(got.astype(np.float32)[2])
 
 
+def _toward_zero_reference(x: np.ndarray, dtype) -> np.ndarray:
+    """Round toward zero by search over every finite value of a <=16-bit float format
+    (independent of the rounding code under test); magnitudes beyond the largest saturate."""
+    values = np.arange(2 ** (8 * np.dtype(dtype).itemsize)).astype(f"u{np.dtype(dtype).itemsize}")
+    with np.errstate(invalid="ignore"):  # the NaN bit patterns
+        values = values.view(dtype).astype(np.float64)
+    table = np.unique(np.abs(values[np.isfinite(values)]))
+    mag = table[np.searchsorted(table, np.abs(x.astype(np.float64)), side="right") - 1]
+    return np.copysign(mag, x).astype(dtype)
+
+
+def _random_magnitudes(lo_exp: float, hi_exp: float) -> np.ndarray:
+    rng = np.random.default_rng()
+    return 2.0 ** rng.uniform(lo_exp, hi_exp, N * PROGRAMS) * rng.choice([-1, 1], N * PROGRAMS)
+
+
+@pytest.mark.parametrize("name,dtype", [("f16", np.float16), ("bf16", BF16),
+                                        ("f8E4M3FN", ml_dtypes.float8_e4m3fn),
+                                        ("f8E5M2", ml_dtypes.float8_e5m2)])  # fmt: skip
+@pytest.mark.parametrize("src,src_dtype", [("f32", np.float32), ("f64", np.float64)])
+def test_fp_to_fp_round_toward_zero(name, dtype, src, src_dtype):
+    """rtz never rounds outward: overflow gives the largest finite value, subnormals truncate."""
+    top = float(ml_dtypes.finfo(dtype).max)
+    x = _random_magnitudes(-26, min(np.log2(top) + 1, 127.9))
+    x[:2] = [np.finfo(np.float32).max, -np.finfo(np.float32).max]  # beyond every format here
+    x = x.astype(src_dtype)
+    body = f"%out = tt.fp_to_fp %x0 {{rounding = \"rtz\"}} : tensor<{N}x{src}> -> tensor<{N}x{name}>"
+    got = run_elementwise(body, [x], [src], name, dtype, PROGRAMS).astype(np.float64)
+    np.testing.assert_array_equal(got, _toward_zero_reference(x, dtype).astype(np.float64))
+    assert got[0] == top and got[1] == -top
+
+
+def test_f64_to_f32_round_toward_zero():
+    x = _random_magnitudes(-150, 128)
+    x[:2] = [1e300, -1e300]
+    body = f"%out = tt.fp_to_fp %x0 {{rounding = \"rtz\"}} : tensor<{N}xf64> -> tensor<{N}xf32>"
+    got = run_elementwise(body, [x], ["f64"], "f32", np.float32, PROGRAMS)
+    with np.errstate(over="ignore"):
+        nearest = x.astype(np.float32)
+    outward = np.abs(nearest.astype(np.float64)) > np.abs(x)
+    expected = np.where(outward, np.nextafter(nearest, np.float32(0)), nearest)
+    np.testing.assert_array_equal(got, expected)
+    assert got[0] == np.finfo(np.float32).max and got[1] == -np.finfo(np.float32).max
+
+
 @pytest.mark.parametrize("op,ref,lo,hi", [
     ("exp", np.exp, -5, 5), ("exp2", np.exp2, -5, 5), ("log", np.log, 0.1, 9), ("log2", np.log2, 0.1, 9),
     ("sqrt", np.sqrt, 0, 9), ("rsqrt", lambda v: 1 / np.sqrt(v), 0.1, 9), ("sin", np.sin, -5, 5),

@@ -123,8 +123,9 @@ def _atomic(c, op, operands, fn):
     def run(fr):
         e = fr.env
         ptr, *vals = [e[s] for s in slots]
-        rows = max(x.shape[0] for x in (ptr, *vals))
-        ptr = np.broadcast_to(ptr, (rows,) + ptr.shape[1:])
+        # Every program performs its own atomic even when the operands are uniform (one row),
+        # so the access is stretched to all P programs to serialize over the program axis.
+        ptr = np.broadcast_to(ptr, (fr.P,) + ptr.shape[1:])
         shape, groups = fr.mem.locate(fr, site, ptr, None if m is None else e[m], dt)
         if fr.trace is not None:
             fr.trace.record(site, fr, shape, groups)

@@ -32,9 +32,6 @@ _FLOATS = {
 }
 _INTS = {1: np.dtype(np.bool_), 8: np.dtype(np.int8), 16: np.dtype(np.int16),
          32: np.dtype(np.int32), 64: np.dtype(np.int64)}  # fmt: skip
-UNSIGNED = {np.dtype(np.int8): np.dtype(np.uint8), np.dtype(np.int16): np.dtype(np.uint16),
-            np.dtype(np.int32): np.dtype(np.uint32), np.dtype(np.int64): np.dtype(np.uint64),
-            np.dtype(np.bool_): np.dtype(np.bool_)}  # fmt: skip
 # Largest finite value of each fp8 format: conversions saturate to it (PTX `.satfinite`).
 FP8_MAX = {FP8E4: 448.0, FP8E5: 57344.0}
 
@@ -53,8 +50,14 @@ def np_dtype(t: Attribute) -> np.dtype:
 
 
 def unsigned(x: np.ndarray) -> np.ndarray:
-    """The same bits read as an unsigned integer (bool stays bool)."""
-    return x.view(UNSIGNED[x.dtype])
+    """The same bits read as an unsigned integer of the same width (bool stays bool).
+
+    Floats of every width (bf16 and fp8 included) are accepted too: atomic_cas and rounding
+    helpers work on their bit patterns.
+    """
+    if x.dtype == np.bool_:
+        return x
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
 
 def round_float(x: np.ndarray, dt: np.ndarray) -> np.ndarray:

@@ -19,7 +19,6 @@ from kernellab.backends.interpreter.dtypes import (
     F32,
     F64,
     NARROW_FLOATS,
-    UNSIGNED,
     np_dtype,
     round_float,
     unsigned,
@@ -141,7 +140,7 @@ def constant_array(values, dt: np.dtype) -> np.ndarray:
         return np.array([bool(v) for v in values])
     if dt.kind == "i":
         mask = (1 << (8 * dt.itemsize)) - 1
-        return np.array([int(v) & mask for v in values], dtype=UNSIGNED[dt]).view(dt)
+        return np.array([int(v) & mask for v in values], dtype=f"u{dt.itemsize}").view(dt)
     return round_float(np.array(values, dtype=F64), dt)
 
 
@@ -402,10 +401,24 @@ def _clampf(c, op):
     return elementwise(c, op, _narrow(fn, dt))
 
 
+def _round_toward_zero(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """`x` rounded toward zero to `dst`: the nearest value, one ulp smaller in magnitude where
+    rounding went outward. Every float format is sign-magnitude, so decrementing the bit pattern
+    steps toward zero (and turns an overflow to inf into the largest finite value)."""
+    x = x.astype(F64)
+    r = round_float(x, dst)
+    outward = np.abs(r.astype(F64)) > np.abs(x)
+    bits = unsigned(r)
+    return np.where(outward, bits - np.array(1, bits.dtype), bits).view(dst)
+
+
 @builds(tt.FpToFpOp)
 def _fp_to_fp(c, op):
-    """Float conversion with round-to-nearest-even; narrowing to fp8 saturates (satfinite)."""
+    """Float conversion rounding as the op says ("rtne" unless "rtz"); narrowing to fp8
+    saturates (satfinite)."""
     dst = np_dtype(op.result.type)
+    if op.rounding is not None and op.rounding.data == "rtz":
+        return elementwise(c, op, lambda x: _round_toward_zero(x, dst))
     return elementwise(c, op, lambda x: round_float(x.astype(F64) if x.dtype in NARROW_FLOATS else x, dst))
 
 
