@@ -28,6 +28,7 @@ _LAZY = {
     "CompilationError": "kernellab.frontend.errors",
     "testing": None,
     "language": None,
+    "lab": None,
 }
 
 
@@ -44,7 +45,14 @@ def __getattr__(name: str):
     return value
 
 
+def load_ipython_extension(ip) -> None:
+    """`%load_ext kernellab`: registers the `%%kernel` cell magic (kernellab.lab.magic)."""
+    from kernellab.lab.magic import load_ipython_extension as load
+
+    load(ip)
+
+
 __all__ = [
     "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
-    "heuristics", "cdiv", "next_power_of_2", "testing", "language",
+    "heuristics", "cdiv", "next_power_of_2", "testing", "language", "lab",
 ]  # fmt: skip

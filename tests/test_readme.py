@@ -15,7 +15,7 @@ def readme_commands() -> list[str]:
 def test_readme_has_exactly_two_single_line_commands():
     commands = readme_commands()
     assert len(commands) == 2
-    assert commands[0].endswith("python -m kernellab")
+    assert re.search(r"pip install -e '\.\[lab\]' && .*jupyter lab notebooks/?$", commands[0])
     assert re.search(r"pip install -e '\.\[test\]' && .*python -m pytest", commands[1])
 
 

@@ -1,0 +1,320 @@
+"""`%%kernel` through a real IPython InteractiveShell: bundle, namespace, flags, runs, errors."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+pytest.importorskip("IPython")
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+MIME = "application/vnd.kernellab.compile+json"
+
+ADD = """%%kernel {flags}
+def {name}(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x {op} y, mask=mask)
+"""
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext kernellab", store_history=False)
+    return shell
+
+
+def run(ip, cell: str):
+    with capture_output() as captured:
+        result = ip.run_cell(cell, store_history=False)
+    return result, captured
+
+
+def bundles(captured) -> list[dict]:
+    return [o.data for o in captured.outputs if MIME in o.data]
+
+
+def texts(captured) -> str:
+    return "\n".join(o.data.get("text/plain", "") for o in captured.outputs) + captured.stdout
+
+
+def cell_line(cell: str, needle: str) -> int:
+    """1-based line of the cell (line 1 is the %%kernel line) that contains `needle`."""
+    return next(i for i, line in enumerate(cell.splitlines(), start=1) if needle in line)
+
+
+def test_cell_compiles_and_shows_one_bundle(ip):
+    cell = ADD.format(
+        flags='--signature "*fp32,*fp32,*fp32,i32" --constexprs BLOCK=1024', name="add_a", op="+"
+    )
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None and result.error_before_exec is None
+    (bundle,) = bundles(captured)
+    assert set(bundle) >= {MIME, "text/html", "text/plain"}
+    data = bundle[MIME]
+    assert data["version"] == 1 and data["name"] == "add_a"
+    names = [s["name"] for s in data["stages"]]
+    assert names[0] == "source" and "ttir" in names
+    ttir = next(s for s in data["stages"] if s["name"] == "ttir")
+    assert "tt.load" in ttir["text"] and "tt.store" in ttir["text"]
+    assert data["metadata"]["signature"] == "*fp32,*fp32,*fp32,i32"
+    assert data["metadata"]["constexprs"] == {"BLOCK": 1024}
+    assert data["source"]["filename"].startswith("<kernel-cell-")
+    assert data["passes"] and all(p["ir"] for p in data["passes"])
+    assert "add_a" in bundle["text/plain"] and "tt.load" in bundle["text/plain"]
+
+
+def test_line_mapping_points_loads_at_their_cell_lines(ip):
+    cell = ADD.format(
+        flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=256 --target interpreter', name="add_map", op="+"
+    )
+    _, captured = run(ip, cell)
+    data = bundles(captured)[0][MIME]
+    ttir = next(s for s in data["stages"] if s["name"] == "ttir")
+    lines = ttir["text"].splitlines()
+    assert len(ttir["lines"]) == len(lines)
+    x_load = next(i for i, text in enumerate(lines) if "%x = tt.load" in text)
+    y_load = next(i for i, text in enumerate(lines) if "%y = tt.load" in text)
+    store = next(i for i, text in enumerate(lines) if "tt.store" in text)
+    assert ttir["lines"][x_load] == cell_line(cell, "x = tl.load")
+    assert ttir["lines"][y_load] == cell_line(cell, "y = tl.load")
+    assert ttir["lines"][store] == cell_line(cell, "tl.store")
+    assert ttir["lines"][x_load] != ttir["lines"][y_load]
+    source = data["stages"][0]
+    assert source["text"].splitlines()[ttir["lines"][x_load] - 1].strip().startswith("x = tl.load")
+    # every stage that maps lines points inside the cell
+    n_cell = len(cell.splitlines())
+    for stage in data["stages"]:
+        assert all(v is None or 1 <= v <= n_cell for v in stage["lines"]), stage["name"]
+
+
+def test_kernel_lands_in_namespace_ready_to_launch(ip):
+    cell = ADD.format(flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=128', name="add_ns", op="+")
+    result, _ = run(ip, cell)
+    assert result.error_in_exec is None
+    import kernellab as kl
+
+    kernel = ip.user_ns["add_ns"]
+    assert isinstance(kernel, kl.JITFunction)
+    assert inspect.getsource(kernel.fn).startswith("def add_ns(")
+    rng = np.random.default_rng()
+    x, y = rng.standard_normal((2, 1000)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    ip.user_ns.update(x=x, y=y, out=out)
+    result, _ = run(ip, "add_ns[(kl.cdiv(1000, 128),)](x, y, out, 1000, BLOCK=128)")
+    assert result.error_in_exec is None
+    np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
+
+
+def test_plain_function_is_wrapped_in_jit(ip):
+    cell = '%%kernel -s "*fp32,i32" -c BLOCK=64\ndef plain_k(p, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n    tl.store(p + offs, offs.to(tl.float32), mask=offs < n)\n'
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None
+    import kernellab as kl
+
+    assert isinstance(ip.user_ns["plain_k"], kl.JITFunction)
+    assert bundles(captured)[0][MIME]["name"] == "plain_k"
+
+
+TWO = """%%kernel -s "*fp32,i32" -c BLOCK=64 {flags}
+@kl.jit
+def first_k(p, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(p + offs, offs.to(tl.float32), mask=offs < n)
+
+@kl.jit
+def second_k(p, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(p + offs, (offs * 2).to(tl.float32), mask=offs < n)
+"""
+
+
+def test_several_kernels_need_name(ip):
+    result, captured = run(ip, TWO.format(flags=""))
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "first_k" in str(result.error_in_exec) and "second_k" in str(result.error_in_exec)
+    assert "--name" in str(result.error_in_exec)
+    assert not bundles(captured)
+
+    result, captured = run(ip, TWO.format(flags="--name second_k"))
+    assert result.error_in_exec is None
+    data = bundles(captured)[0][MIME]
+    assert data["name"] == "second_k"
+    assert "arith.muli" in next(s["text"] for s in data["stages"] if s["name"] == "ttir")
+
+    result, _ = run(ip, TWO.format(flags="--name third_k"))
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "first_k, second_k" in str(result.error_in_exec)
+
+
+def test_args_infer_signature_from_namespace(ip):
+    rng = np.random.default_rng()
+    ip.user_ns.update(
+        xa=rng.standard_normal(999).astype(np.float16),
+        ya=rng.standard_normal(999).astype(np.float16),
+        outa=np.full(999, np.nan, dtype=np.float16),
+        na=999,
+    )
+    cell = ADD.format(flags="--args xa,ya,outa,na --constexprs BLOCK=256", name="add_args", op="+")
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None, result.error_in_exec
+    md = bundles(captured)[0][MIME]["metadata"]
+    assert md["signature"] == "*fp16,*fp16,*fp16,i32"
+    assert md["constexprs"] == {"BLOCK": 256}
+    assert "tt.load" in bundles(captured)[0]["text/plain"]
+    assert np.isnan(ip.user_ns["outa"]).all()  # no --grid: nothing ran
+
+
+def _inputs(ip, n: int):
+    rng = np.random.default_rng()
+    x, y = rng.uniform(0.5, 4.0, (2, n)).astype(np.float32)
+    out = np.full(n, np.nan, dtype=np.float32)
+    ip.user_ns.update(x=x, y=y, out=out, n=n)
+    return x, y, out
+
+
+def test_grid_and_passing_check_run_on_the_interpreter(ip):
+    x, y, out = _inputs(ip, 1500)
+    cell = ADD.format(
+        flags='--args x,y,out,n -c BLOCK=512 --grid "(kl.cdiv(n, BLOCK),)" --check "out=x+y" --atol 1e-6',
+        name="add_run", op="+",
+    )  # fmt: skip
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None, result.error_in_exec
+    np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
+    text = texts(captured)
+    assert "interpreter" in text and "ok" in text and "1500 elements" in text
+
+
+def test_failing_check_fails_the_cell_without_traceback(ip):
+    x, y, out = _inputs(ip, 700)
+    cell = ADD.format(
+        flags='--args x,y,out,n -c BLOCK=256 --grid "(kl.cdiv(n, BLOCK),)" --check "out=x+y"',
+        name="sub_run", op="-",
+    )  # fmt: skip
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is not None
+    assert "failed" in str(result.error_in_exec)
+    np.testing.assert_allclose(out, x.astype(np.float64) - y, rtol=1e-6)  # it ran, with x - y
+    assert "Traceback" not in captured.stdout and "Traceback" not in captured.stderr
+    assert "out == x + y" in captured.stdout
+    assert bundles(captured)  # the viewer was shown before the check failed
+
+
+def test_bench_shows_both_times_and_ratio(ip):
+    _inputs(ip, 4096)
+    cell = ADD.format(
+        flags='--args x,y,out,n -c BLOCK=1024 --grid "(kl.cdiv(n, BLOCK),)" --bench "numpy: x + y" --warmup 1 --rep 2 -q',
+        name="add_bench", op="+",
+    )  # fmt: skip
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None, result.error_in_exec
+    assert not bundles(captured)  # -q: no viewer
+    from kernellab.lab.magic import BenchResult
+
+    bench = [o for o in captured.outputs if o.data.get("text/plain", "").startswith("bench on")]
+    assert len(bench) == 1
+    plain, html = bench[0].data["text/plain"], bench[0].data["text/html"]
+    assert "add_bench" in plain and "numpy" in plain and plain.count(" ms") == 2 and "×" in plain
+    assert "<table" in html and "x + y" in html
+    assert BenchResult("k", "ref", "e", 2.0, 1.0, "interpreter").ratio == 0.5
+
+
+@pytest.mark.parametrize(
+    "flags, fragment",
+    [
+        ("--num-warps banana", "num-warps"),
+        ("--num-warps 3", "power of two"),
+        ("--target sm_70", "sm_70"),
+        ("--stages ttir,foo", "foo"),
+        ("--bogus", "unrecognized"),
+        ('--grid "(1,)"', "--args"),
+        ('--check "out=x"', "--grid"),
+        ('-s "*fp32,*fp32" -c BLOCK=64', "signature"),
+        ('-s "*fp32,*fp32,*fp32,i32"', "--constexprs BLOCK="),
+        ('-s "*fp32,*fp32,*fp32,i32" -c NOPE=3', "NOPE"),
+        ('-s "*fp32,*fp32,*fp32,i32" -c "BLOCK=undefined_name"', "undefined_name"),
+        ('-s "*fp32,*fp32,*fp32,i32" -c BLOCK=64 --args x,y --grid "(1,)"', "--args"),
+        ('--signature "*fp32', "closing quotation"),
+    ],
+)
+def test_bad_flags_are_usage_errors(ip, flags, fragment):
+    _inputs(ip, 64)
+    result, captured = run(ip, ADD.format(flags=flags, name="add_flags", op="+"))
+    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    assert fragment in str(result.error_in_exec)
+    assert "Traceback" not in captured.stdout
+    assert not bundles(captured)
+
+
+def test_compilation_error_renders_caret_in_the_cell(ip):
+    cell = (
+        '%%kernel -s "*fp32,i32" -c BLOCK=1024\n'
+        "def bad_k(x_ptr, n, BLOCK: tl.constexpr):\n"
+        "    pid = tl.program_id(0)\n"
+        "    offs = tl.arange(0, 1000)\n"
+        "    tl.store(x_ptr + offs, offs)\n"
+    )
+    result, captured = run(ip, cell)
+    import kernellab as kl
+
+    error = result.error_in_exec
+    assert isinstance(error, kl.CompilationError)
+    assert error.line == 4 and error.filename.startswith("<kernel-cell-")
+    out = captured.stdout
+    assert "Traceback" not in out and "File " not in out
+    lines = out.splitlines()
+    src = next(i for i, line in enumerate(lines) if "offs = tl.arange(0, 1000)" in line)
+    caret = lines[src + 1]
+    assert caret.strip().startswith("^")
+    assert caret.index("^") == lines[src].index("tl.arange")
+    assert ":4:" in out and "power of 2" in out
+    assert not bundles(captured)
+
+
+def test_python_errors_in_the_cell_body_point_at_the_cell(ip):
+    result, captured = run(ip, '%%kernel -s "i32"\ndef k(n):\n    pass\nraise ValueError("boom")\n')
+    assert isinstance(result.error_in_exec, ValueError)
+    assert "kernel-cell-" in captured.stdout
+
+
+def test_help_lists_the_options(ip):
+    doc = ip.find_cell_magic("kernel").__doc__
+    for option in ("--signature", "--constexprs", "--args", "--name", "--target", "--num-warps",
+                   "--num-stages", "--stages", "--grid", "--check", "--bench", "--force"):  # fmt: skip
+        assert option in doc, option
+    assert "%%kernel" in doc
+
+
+def test_second_run_hits_the_cache_and_force_recompiles(ip):
+    cell = ADD.format(flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=32', name="add_cache", op="+")
+    first = bundles(run(ip, cell)[1])[0][MIME]
+    second = bundles(run(ip, cell)[1])[0][MIME]
+    forced = bundles(run(ip, cell.replace("BLOCK=32", "BLOCK=32 -f", 1))[1])[0][MIME]
+    assert first["timings"]["cache_hit"] is False
+    assert second["timings"]["cache_hit"] is True
+    assert forced["timings"]["cache_hit"] is False
+    assert second["stages"][1]["text"] == first["stages"][1]["text"]
+
+
+def test_stages_flag_chooses_tabs_and_explains_missing_ones(ip):
+    cell = ADD.format(
+        flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=32 --target interpreter --stages ttir,ptx',
+        name="add_tabs",
+        op="+",
+    )
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None
+    data = bundles(captured)[0][MIME]
+    assert [s["name"] for s in data["stages"]] == ["source", "ttir"]
+    assert any("PTX" in note for note in data["notes"])
+    assert data["target"] == "interpreter"
