@@ -1,0 +1,507 @@
+"""The `ttg` dialect: layout encodings, shared-memory descriptors and the ops that move data
+between layouts, declared with xDSL IRDL and printed exactly as Triton's TritonGPU dialect.
+
+A TTGIR tensor type carries its layout in TensorType's encoding slot:
+`tensor<1024xf32, #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4],
+order = [0]}>>`. `kernellab.layouts.from_encoding(attr, shape)` turns each encoding into the
+LinearLayout that says which thread holds which element.
+
+Python reads every field in snake_case as plain ints / tuples (`attr.size_per_thread`,
+`attr.warps_per_cta`, `attr.parent`); the IR parameters behind them (`_size_per_thread`, ...)
+are xDSL attributes and not meant to be touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+    i32,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    MemoryAllocEffect,
+    MemoryFreeEffect,
+    MemoryReadEffect,
+    MemoryWriteEffect,
+    Pure,
+)
+
+# ------------------------------------------------------------------------------ encodings
+
+_INTS, _INT, _ATTR = "ints", "int", "attr"
+
+
+def _ints(values: Sequence[int]) -> ArrayAttr[IntAttr]:
+    return ArrayAttr([IntAttr(int(v)) for v in values])
+
+
+class _Encoding(ParametrizedAttribute):
+    """An encoding printed as `#ttg.name<{key = value, ...}>`.
+
+    FIELDS lists (printed key, python name, kind, default) in print order; kind is "ints"
+    (`[1, 8]`), "int" or "attr" (another encoding, e.g. a slice's parent). A field with a
+    default is omitted from the text when it has that value, as Triton omits kWidth = 0.
+    """
+
+    FIELDS: ClassVar[tuple[tuple[str, str, str, object], ...]] = ()
+
+    def __init__(self, *values):
+        params = []
+        for (_, _, kind, _), value in zip(self.FIELDS, values, strict=True):
+            if kind == _INTS:
+                params.append(_ints(value))
+            elif kind == _INT:
+                params.append(IntAttr(int(value)))
+            else:
+                params.append(value)
+        super().__init__(*params)
+
+    def __getattr__(self, name: str):
+        # python names (`size_per_thread`) read the private IR parameter (`_size_per_thread`)
+        for _, py, kind, _ in type(self).FIELDS:
+            if py == name:
+                value = object.__getattribute__(self, "_" + py)
+                if kind == _INTS:
+                    return tuple(v.data for v in value.data)
+                if kind == _INT:
+                    return value.data
+                return value
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = []
+        for key, py, kind, default in self.FIELDS:
+            value = getattr(self, py)
+            if default is not None and value == default:
+                continue
+            parts.append((key, kind, value))
+        printer.print_string("<{")
+        for i, (key, kind, value) in enumerate(parts):
+            printer.print_string(f"{', ' if i else ''}{key} = ")
+            if kind == _INTS:
+                printer.print_string("[" + ", ".join(str(v) for v in value) + "]")
+            elif kind == _INT:
+                printer.print_string(str(value))
+            else:
+                printer.print_attribute(value)
+        printer.print_string("}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        fields = {key: (py, kind, default) for key, py, kind, default in cls.FIELDS}
+        values: dict[str, object] = {}
+
+        def entry() -> None:
+            key = parser.parse_identifier()
+            if key not in fields:
+                parser.raise_error(f"#{cls.name} has no field {key!r}; fields: {', '.join(fields)}")
+            parser.parse_punctuation("=")
+            kind = fields[key][1]
+            if kind == _INTS:
+                values[key] = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, parser.parse_integer
+                )
+            elif kind == _INT:
+                values[key] = parser.parse_integer()
+            else:
+                values[key] = parser.parse_attribute()
+
+        with parser.in_angle_brackets():
+            parser.parse_comma_separated_list(parser.Delimiter.BRACES, entry)
+        params = []
+        for key, (_, kind, default) in fields.items():
+            if key not in values:
+                if default is None:
+                    parser.raise_error(f"#{cls.name} needs {key}")
+                values[key] = default
+            value = values[key]
+            params.append(
+                _ints(value) if kind == _INTS else IntAttr(value) if kind == _INT else value
+            )
+        return params
+
+
+@irdl_attr_definition
+class BlockedEncodingAttr(_Encoding):
+    """Each thread holds `size_per_thread` contiguous elements; lanes then warps tile the rest.
+
+    `order` lists dims fastest-varying first (order[0] is the most contiguous dim).
+    """
+
+    name = "ttg.blocked"
+    FIELDS = (
+        ("sizePerThread", "size_per_thread", _INTS, None),
+        ("threadsPerWarp", "threads_per_warp", _INTS, None),
+        ("warpsPerCTA", "warps_per_cta", _INTS, None),
+        ("order", "order", _INTS, None),
+    )
+    _size_per_thread: ArrayAttr[IntAttr]
+    _threads_per_warp: ArrayAttr[IntAttr]
+    _warps_per_cta: ArrayAttr[IntAttr]
+    _order: ArrayAttr[IntAttr]
+
+    def __init__(
+        self,
+        size_per_thread: Sequence[int],
+        threads_per_warp: Sequence[int],
+        warps_per_cta: Sequence[int],
+        order: Sequence[int],
+    ):
+        super().__init__(size_per_thread, threads_per_warp, warps_per_cta, order)
+
+    @property
+    def rank(self) -> int:
+        return len(self.order)
+
+
+@irdl_attr_definition
+class SliceEncodingAttr(_Encoding):
+    """The parent layout with dim `dim` removed: what a reduction along `dim` leaves."""
+
+    name = "ttg.slice"
+    FIELDS = (("dim", "dim", _INT, None), ("parent", "parent", _ATTR, None))
+    _dim: IntAttr
+    _parent: Attribute
+
+    def __init__(self, dim: int, parent: Attribute):
+        super().__init__(dim, parent)
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank - 1
+
+
+@irdl_attr_definition
+class NvidiaMmaEncodingAttr(_Encoding):
+    """The accumulator layout of mma.sync (v2, Ampere) or wgmma (v3, Hopper)."""
+
+    name = "ttg.nvidia_mma"
+    FIELDS = (
+        ("versionMajor", "version_major", _INT, None),
+        ("versionMinor", "version_minor", _INT, None),
+        ("warpsPerCTA", "warps_per_cta", _INTS, None),
+        ("instrShape", "instr_shape", _INTS, None),
+    )
+    _version_major: IntAttr
+    _version_minor: IntAttr
+    _warps_per_cta: ArrayAttr[IntAttr]
+    _instr_shape: ArrayAttr[IntAttr]
+
+    def __init__(
+        self,
+        version_major: int,
+        version_minor: int,
+        warps_per_cta: Sequence[int],
+        instr_shape: Sequence[int],
+    ):
+        super().__init__(version_major, version_minor, warps_per_cta, instr_shape)
+
+    @property
+    def rank(self) -> int:
+        return len(self.warps_per_cta)
+
+
+@irdl_attr_definition
+class DotOperandEncodingAttr(_Encoding):
+    """Operand `op_idx` (0 = A, 1 = B) of a dot whose result has layout `parent`.
+
+    `k_width` is the number of consecutive K elements a thread holds (MMA parents); it is 0,
+    and not printed, for a blocked parent (the FMA dot).
+    """
+
+    name = "ttg.dot_op"
+    FIELDS = (
+        ("opIdx", "op_idx", _INT, None),
+        ("parent", "parent", _ATTR, None),
+        ("kWidth", "k_width", _INT, 0),
+    )
+    _op_idx: IntAttr
+    _parent: Attribute
+    _k_width: IntAttr
+
+    def __init__(self, op_idx: int, parent: Attribute, k_width: int = 0):
+        super().__init__(op_idx, parent, k_width)
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank
+
+
+@irdl_attr_definition
+class SwizzledSharedEncodingAttr(_Encoding):
+    """Shared-memory layout: rows of `vec`-element vectors XOR-swizzled by (row / per_phase) %
+    max_phase to avoid bank conflicts; `order` is the storage order, fastest dim first."""
+
+    name = "ttg.swizzled_shared"
+    FIELDS = (
+        ("vec", "vec", _INT, None),
+        ("perPhase", "per_phase", _INT, None),
+        ("maxPhase", "max_phase", _INT, None),
+        ("order", "order", _INTS, None),
+    )
+    _vec: IntAttr
+    _per_phase: IntAttr
+    _max_phase: IntAttr
+    _order: ArrayAttr[IntAttr]
+
+    def __init__(self, vec: int, per_phase: int, max_phase: int, order: Sequence[int]):
+        super().__init__(vec, per_phase, max_phase, order)
+
+    @property
+    def rank(self) -> int:
+        return len(self.order)
+
+
+@irdl_attr_definition
+class SharedMemorySpaceAttr(ParametrizedAttribute):
+    """`#ttg.shared_memory`: the memory space of a memdesc living in shared memory."""
+
+    name = "ttg.shared_memory"
+
+
+DISTRIBUTED_ENCODINGS = (
+    BlockedEncodingAttr,
+    SliceEncodingAttr,
+    NvidiaMmaEncodingAttr,
+    DotOperandEncodingAttr,
+)
+
+
+# ----------------------------------------------------------------------------- memdesc type
+
+
+@irdl_attr_definition
+class MemDescType(ParametrizedAttribute, TypeAttribute):
+    """`!ttg.memdesc<64x64xf16, #shared, #smem, mutable>`: a tensor-shaped buffer in shared
+    memory. Values of this type are descriptors, not data; local_load/local_store move data."""
+
+    name = "ttg.memdesc"
+    _shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    encoding: Attribute
+    memory_space: Attribute
+    _mutable: IntAttr
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        element_type: Attribute,
+        encoding: Attribute,
+        memory_space: Attribute | None = None,
+        mutable: bool = False,
+    ):
+        space = memory_space if memory_space is not None else SharedMemorySpaceAttr()
+        super().__init__(_ints(shape), element_type, encoding, space, IntAttr(int(mutable)))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self._shape.data)
+
+    def get_shape(self) -> tuple[int, ...]:
+        return self.shape
+
+    @property
+    def mutable(self) -> bool:
+        return bool(self._mutable.data)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_string("".join(f"{d}x" for d in self.shape))
+        printer.print_attribute(self.element_type)
+        printer.print_string(", ")
+        printer.print_attribute(self.encoding)
+        printer.print_string(", ")
+        printer.print_attribute(self.memory_space)
+        if self.mutable:
+            printer.print_string(", mutable")
+        printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            shape, elem = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            encoding = parser.parse_attribute()
+            parser.parse_punctuation(",")
+            space = parser.parse_attribute()
+            mutable = False
+            if parser.parse_optional_punctuation(","):
+                parser.parse_keyword("mutable")
+                mutable = True
+        return (_ints(shape), elem, encoding, space, IntAttr(int(mutable)))
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def encoding_of(t: Attribute) -> Attribute | None:
+    """The layout encoding of a tensor type (None for scalars and encoding-less tensors)."""
+    if isinstance(t, TensorType) and not isinstance(t.encoding, NoneAttr):
+        return t.encoding
+    return None
+
+
+def with_encoding(t: TensorType, encoding: Attribute | None) -> TensorType:
+    return TensorType(
+        t.element_type, t.get_shape(), encoding if encoding is not None else NoneAttr()
+    )
+
+
+MODULE_ATTRS = ("ttg.num-ctas", "ttg.num-warps", "ttg.target", "ttg.threads-per-warp")
+
+
+def set_module_attrs(
+    module: ModuleOp, num_warps: int, target: str, threads_per_warp: int = 32, num_ctas: int = 1
+) -> None:
+    """`"ttg.num-warps" = 4 : i32, "ttg.target" = "cuda:90", ...` on the module."""
+    module.attributes.update(
+        {
+            "ttg.num-ctas": IntegerAttr(num_ctas, i32),
+            "ttg.num-warps": IntegerAttr(num_warps, i32),
+            "ttg.target": StringAttr(target),
+            "ttg.threads-per-warp": IntegerAttr(threads_per_warp, i32),
+        }
+    )
+
+
+def _module_int(module: ModuleOp, key: str, default: int) -> int:
+    attr = module.attributes.get(key)
+    return attr.value.data if isinstance(attr, IntegerAttr) else default
+
+
+def num_warps(module: ModuleOp) -> int:
+    return _module_int(module, "ttg.num-warps", 4)
+
+
+def threads_per_warp(module: ModuleOp) -> int:
+    return _module_int(module, "ttg.threads-per-warp", 32)
+
+
+def num_ctas(module: ModuleOp) -> int:
+    return _module_int(module, "ttg.num-ctas", 1)
+
+
+def target(module: ModuleOp) -> str:
+    attr = module.attributes.get("ttg.target")
+    return attr.data if isinstance(attr, StringAttr) else "cuda:90"
+
+
+# ------------------------------------------------------------------------------------- ops
+
+
+@irdl_op_definition
+class ConvertLayoutOp(IRDLOperation):
+    """Same values, another layout: `ttg.convert_layout %x : tensor<..., #a> -> tensor<..., #b>`.
+    The lowering moves data in registers, across lanes or through shared memory as needed."""
+
+    name = "ttg.convert_layout"
+    src = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: TensorType):
+        super().__init__(operands=[src], result_types=[result_type])
+
+
+class _AllocEffects(MemoryAllocEffect):
+    """Allocates; with an initial value also writes it."""
+
+    @classmethod
+    def get_effects(cls, op):
+        effects = set(super().get_effects(op))
+        if op.operands:
+            effects |= MemoryWriteEffect.get_effects(op)
+        return effects
+
+
+@irdl_op_definition
+class LocalAllocOp(IRDLOperation):
+    """A shared-memory buffer, optionally initialised from a tensor:
+    `ttg.local_alloc %x : (tensor<64x64xf16, #blocked>) -> !ttg.memdesc<64x64xf16, #shared, #smem>`.
+    Without `src` the buffer is mutable and filled by local_store."""
+
+    name = "ttg.local_alloc"
+    src = opt_operand_def(TensorType)
+    result = result_def(MemDescType)
+    traits = traits_def(_AllocEffects())
+    assembly_format = "($src^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, result_type: MemDescType, src: SSAValue | None = None):
+        super().__init__(operands=[[src] if src is not None else []], result_types=[result_type])
+
+
+@irdl_op_definition
+class LocalLoadOp(IRDLOperation):
+    """Shared memory → registers in the result's layout."""
+
+    name = "ttg.local_load"
+    src = operand_def(MemDescType)
+    result = result_def(TensorType)
+    traits = traits_def(MemoryReadEffect())
+    assembly_format = "$src attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, result_type: TensorType):
+        super().__init__(operands=[src], result_types=[result_type])
+
+
+@irdl_op_definition
+class LocalStoreOp(IRDLOperation):
+    """Registers → a mutable shared-memory buffer."""
+
+    name = "ttg.local_store"
+    src = operand_def(TensorType)
+    dst = operand_def(MemDescType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$src `,` $dst attr-dict `:` type($src) `->` type($dst)"
+
+    def __init__(self, src: SSAValue, dst: SSAValue):
+        super().__init__(operands=[src, dst])
+
+
+@irdl_op_definition
+class LocalDeallocOp(IRDLOperation):
+    """Ends a buffer's lifetime (the allocator may reuse its bytes after this point)."""
+
+    name = "ttg.local_dealloc"
+    src = operand_def(MemDescType)
+    traits = traits_def(MemoryFreeEffect())
+    assembly_format = "$src attr-dict `:` type($src)"
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src])
+
+
+TTG = Dialect(
+    "ttg",
+    [ConvertLayoutOp, LocalAllocOp, LocalLoadOp, LocalStoreOp, LocalDeallocOp],
+    [
+        BlockedEncodingAttr,
+        SliceEncodingAttr,
+        NvidiaMmaEncodingAttr,
+        DotOperandEncodingAttr,
+        SwizzledSharedEncodingAttr,
+        SharedMemorySpaceAttr,
+        MemDescType,
+    ],
+)

@@ -1,0 +1,72 @@
+"""Helpers the TTGIR passes share: Triton's blocked-layout builder, layout inference through
+shape ops, and inserting convert_layout.
+
+`blocked_for(shape, size_per_thread, order, num_warps)` spreads the 32 lanes of a warp, then the
+warps, over the dims fastest-first (`order[0]` first), giving each dim no more threads than it
+has `size_per_thread` chunks; whatever lanes and warps are left go to the slowest dim (they then
+hold duplicates when the tensor is too small). With size_per_thread all 1 and order = dims
+reversed this is Triton's default encoding (getDefaultBlockedEncoding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from kernellab.ir import ttg
+
+
+def blocked_for(
+    shape: Sequence[int],
+    size_per_thread: Sequence[int],
+    order: Sequence[int],
+    num_warps: int,
+    threads_per_warp: int = 32,
+) -> ttg.BlockedEncodingAttr:
+    rank = len(shape)
+    lanes, warps = [1] * rank, [1] * rank
+    lanes_left, warps_left = threads_per_warp, num_warps
+    for d in order[:-1]:
+        chunks = max(1, shape[d] // size_per_thread[d])
+        lanes[d] = min(chunks, lanes_left)
+        lanes_left //= lanes[d]
+        warps[d] = min(max(1, chunks // lanes[d]), warps_left)
+        warps_left //= warps[d]
+    lanes[order[-1]] = lanes_left
+    warps[order[-1]] = warps_left
+    return ttg.BlockedEncodingAttr(size_per_thread, lanes, warps, order)
+
+
+def default_blocked(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32):
+    """Triton's default layout: one element per thread per step, last dim fastest."""
+    rank = len(shape)
+    return blocked_for(shape, [1] * rank, list(reversed(range(rank))), num_warps, threads_per_warp)
+
+
+def permuted(encoding: Attribute, order: Sequence[int]) -> Attribute | None:
+    """The blocked encoding of tt.trans's result (result dim i = operand dim order[i])."""
+    if not isinstance(encoding, ttg.BlockedEncodingAttr):
+        return None
+    inverse = [order.index(d) for d in range(len(order))]
+    return ttg.BlockedEncodingAttr(
+        [encoding.size_per_thread[d] for d in order],
+        [encoding.threads_per_warp[d] for d in order],
+        [encoding.warps_per_cta[d] for d in order],
+        [inverse[d] for d in encoding.order],
+    )
+
+
+def retyped(t: Attribute, encoding: Attribute | None) -> Attribute:
+    """`t` with `encoding` if `t` is a tensor type, else `t` unchanged."""
+    return ttg.with_encoding(t, encoding) if isinstance(t, TensorType) else t
+
+
+def convert_before(value: SSAValue, encoding: Attribute, op: Operation) -> SSAValue:
+    """`value` in `encoding`: itself, or a new ttg.convert_layout inserted before `op`."""
+    if ttg.encoding_of(value.type) == encoding:
+        return value
+    convert = ttg.ConvertLayoutOp(value, ttg.with_encoding(value.type, encoding))
+    op.parent_block().insert_op_before(convert, op)
+    return convert.result

@@ -1,0 +1,418 @@
+"""remove_layout_conversions: erase the ttg.convert_layout ops a kernel does not need.
+
+convert_to_ttgpuir and coalesce insert conversions freely; each one left costs a trip through
+shared memory or shuffles. Three rewrites, repeated while they help:
+
+1. Forward: for `y = convert(x: A -> B)`, try computing everything downstream of y in A-derived
+   layouts instead (element-wise ops, broadcast, expand_dims, reductions, scans and loop-carried
+   values follow their operand's layout). The rewrite is taken when it inserts no more real
+   conversions than it removes: other inputs of the moved ops are converted in (free when cheap
+   to recompute, see 2), and users that need the old layout (a dot, a function return) get one
+   conversion back. This moves the math next to the loads into the loads' layouts.
+2. Backward: for `y = convert(x -> B)` whose x is computed only from cheap ops (constants,
+   make_range, splat, element-wise arithmetic, broadcast, expand_dims) or from values already
+   in B, recompute that slice directly in B: index and pointer arithmetic is cheaper than
+   moving data. Loads, reductions, dots and loop-carried values are never recomputed.
+3. Fold: convert(x: A -> A) is x; convert(convert(x)) converts once.
+
+The layouts coalesce chose for loads and stores never change: memory ops are fixed points.
+Dead ops left behind are erased.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.rewriter import Rewriter
+
+from kernellab.ir import arith, tt, ttg
+from kernellab.passes import dce
+from kernellab.passes.ttgir.encodings import permuted
+
+NAME = "remove_layout_conversions"
+
+MAX_DUPLICATED = 32  # ops recomputed for one conversion that stay alive in both layouts
+MAX_REMATERIALIZED = 1024  # ops recomputed for one conversion (the others die)
+
+_ELEMENTWISE_TT = (
+    tt.AddPtrOp, tt.IntToPtrOp, tt.PtrToIntOp, tt.BitcastOp, tt.FpToFpOp, tt.MulhiUIOp,
+    tt.PreciseSqrtOp, tt.PreciseDivFOp, tt.ClampFOp,
+)  # fmt: skip
+_SOURCES = (arith.ConstantOp, tt.MakeRangeOp, tt.SplatOp)
+
+
+def run(module: ModuleOp) -> bool:
+    changed = False
+    for _ in range(4):
+        step = _forward_all(module)
+        step |= _backward_all(module)
+        step |= _fold_all(module)
+        if not step:
+            break
+        changed = True
+    if changed:
+        dce.run(module)
+    return changed
+
+
+def _converts(module: ModuleOp) -> list[ttg.ConvertLayoutOp]:
+    return [op for op in module.walk() if isinstance(op, ttg.ConvertLayoutOp)]
+
+
+def _alive(op: Operation) -> bool:
+    return op.parent is not None
+
+
+def _elementwise(op: Operation) -> bool:
+    return (
+        op.name.startswith(("arith.", "math.")) and not isinstance(op, arith.ConstantOp)
+    ) or isinstance(op, _ELEMENTWISE_TT)
+
+
+def _distributed(encoding: Attribute | None) -> bool:
+    if isinstance(encoding, ttg.SliceEncodingAttr):
+        return _distributed(encoding.parent)
+    return isinstance(encoding, ttg.BlockedEncodingAttr)
+
+
+def _layout(value: SSAValue) -> Attribute | None:
+    return ttg.encoding_of(value.type)
+
+
+# ------------------------------------------------------------------------- layout transfer
+
+
+def _result_layout(op: Operation, layout: Attribute) -> Attribute | None:
+    """Layout of `op`'s tensor results when its tensor operands are in `layout` (None: the op
+    cannot follow its operands)."""
+    if _elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
+        return layout
+    if isinstance(op, tt.ExpandDimsOp):
+        if isinstance(layout, ttg.SliceEncodingAttr) and layout.dim == op.axis.value.data:
+            return layout.parent
+        return None
+    if isinstance(op, tt.ReduceOp):
+        return ttg.SliceEncodingAttr(op.axis.value.data, layout)
+    return None
+
+
+def _operand_layout(op: Operation, layout: Attribute) -> Attribute | None:
+    """Layout `op`'s tensor operands need for its result to be in `layout` (None: unknown)."""
+    if _elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
+        return layout
+    if isinstance(op, tt.ExpandDimsOp):
+        return ttg.SliceEncodingAttr(op.axis.value.data, layout)
+    if isinstance(op, tt.TransOp):
+        order = list(op.order.get_values())
+        return permuted(layout, [order.index(d) for d in range(len(order))])
+    return None
+
+
+# ---------------------------------------------------------------------------------- forward
+
+
+def _forward_all(module: ModuleOp) -> bool:
+    changed = False
+    for convert in _converts(module):
+        if _alive(convert) and _forward(convert):
+            changed = True
+    return changed
+
+
+def _forward(convert: ttg.ConvertLayoutOp) -> bool:
+    src_layout, dst_layout = _layout(convert.src), _layout(convert.result)
+    if src_layout == dst_layout or not (_distributed(src_layout) and _distributed(dst_layout)):
+        return False
+    return _ForwardPlan(convert.result, src_layout, convert).try_apply()
+
+
+class _ForwardPlan:
+    """Everything downstream of `seed`, moved to layouts derived from `layout`. The seed is a
+    conversion's result (moved to the conversion's source layout, the conversion goes) or a
+    loop-carried value (moved to the layout its users convert it to)."""
+
+    def __init__(self, seed: SSAValue, layout: Attribute, convert: ttg.ConvertLayoutOp | None):
+        self.seed, self.layout, self.convert = seed, layout, convert
+        self.layouts: dict[SSAValue, Attribute] = {}  # values that change layout
+        self.required: dict[tuple[Operation, int], Attribute] = {}  # operand → layout it needs
+        self.boundary: dict[SSAValue, list[tuple[Operation, int]]] = {}  # uses keeping old types
+
+    def try_apply(self) -> bool:
+        if not self.build() or not self.worth_it():
+            return False
+        self.apply()
+        return True
+
+    def build(self) -> bool:
+        work = [(self.seed, self.layout)]
+        while work:
+            value, layout = work.pop()
+            if value in self.layouts:
+                if self.layouts[value] != layout:
+                    return False
+                continue
+            self.layouts[value] = layout
+            tied = _carried(value)
+            if tied is not None:  # the init, the yielded value, the block arg and the result
+                for_op, k = tied
+                body = for_op.body.block
+                if not (self.need(for_op, 3 + k, layout) and self.need(body.last_op, k, layout)):
+                    return False
+                work += [(body.args[1 + k], layout), (for_op.results[k], layout)]
+            for use in list(value.uses):
+                user, index = use.operation, use.index
+                if isinstance(user, ttg.ConvertLayoutOp):
+                    continue  # converts from the new layout instead
+                tied = _loop_tie(user, index)
+                if tied is not None:
+                    work.append((tied[0].body.block.args[1 + tied[1]], layout))
+                    continue
+                result_layout = _result_layout(user, layout)
+                if result_layout is None:
+                    self.boundary.setdefault(value, []).append((user, index))
+                    continue
+                for i, operand in enumerate(user.operands):
+                    if isinstance(operand.type, TensorType) and not self.need(user, i, layout):
+                        return False
+                for result in user.results:
+                    if isinstance(result.type, TensorType):
+                        work.append((result, result_layout))
+        return all(
+            self.layouts.get(op.operands[i], layout) == layout
+            for (op, i), layout in self.required.items()
+        )
+
+    def need(self, op: Operation, index: int, layout: Attribute) -> bool:
+        return self.required.setdefault((op, index), layout) == layout
+
+    def inputs(self) -> list[tuple[Operation, int, Attribute]]:
+        """Operands of moved ops that come from outside the moved region."""
+        return [
+            (op, i, layout)
+            for (op, i), layout in self.required.items()
+            if op.operands[i] not in self.layouts and _layout(op.operands[i]) != layout
+        ]
+
+    def worth_it(self) -> bool:
+        removed = (self.convert is not None) + sum(
+            1
+            for value, layout in self.layouts.items()
+            for use in value.uses
+            if isinstance(use.operation, ttg.ConvertLayoutOp)
+            and _layout(use.operation.result) == layout
+        )
+        added = len(self.boundary) + sum(
+            0 if _cheap_to_convert(op.operands[i], layout) else 1 for op, i, layout in self.inputs()
+        )
+        return added < removed
+
+    def apply(self) -> None:
+        for op, i, layout in self.inputs():
+            op.operands[i] = _convert_before(op.operands[i], layout, op)
+        converted = self.convert.result if self.convert is not None else None
+        for value, layout in self.layouts.items():
+            if value is converted:
+                continue
+            old = value.type
+            new = Rewriter.replace_value_with_new_type(value, ttg.with_encoding(old, layout))
+            uses = self.boundary.get(value)
+            if uses:
+                back = ttg.ConvertLayoutOp(new, old)
+                _insert_after_definition(back, new)
+                for user, index in uses:
+                    user.operands[index] = back.result
+        if self.convert is not None:
+            kept = {id(user) for user, _ in self.boundary.get(converted, [])}
+            converted.replace_uses_with_if(
+                self.convert.src, lambda use: id(use.operation) not in kept
+            )
+            if not converted.uses:
+                Rewriter.erase_op(self.convert)
+
+
+def _carried(value: SSAValue) -> tuple[scf.ForOp, int] | None:
+    """(loop, k) when `value` is a loop's iter_arg k or its result k."""
+    if isinstance(value, OpResult) and isinstance(value.op, scf.ForOp):
+        return value.op, value.index
+    if isinstance(value, BlockArgument) and isinstance(value.block.parent_op(), scf.ForOp):
+        return (value.block.parent_op(), value.index - 1) if value.index else None
+    return None
+
+
+def _loop_tie(user: Operation, index: int) -> tuple[scf.ForOp, int] | None:
+    """(loop, k) when the use is iter_arg k's initial value or the value yielded for it."""
+    if isinstance(user, scf.ForOp) and index >= 3:
+        return user, index - 3
+    if isinstance(user, scf.YieldOp) and isinstance(user.parent_op(), scf.ForOp):
+        return user.parent_op(), index
+    return None
+
+
+def _insert_after_definition(op: Operation, value: SSAValue) -> None:
+    if isinstance(value, OpResult):
+        value.op.parent_block().insert_op_after(op, value.op)
+    else:
+        block: Block = value.block
+        if block.first_op is None:
+            block.add_op(op)
+        else:
+            block.insert_op_before(op, block.first_op)
+
+
+def _convert_before(value: SSAValue, layout: Attribute, op: Operation) -> SSAValue:
+    convert = ttg.ConvertLayoutOp(value, ttg.with_encoding(value.type, layout))
+    op.parent_block().insert_op_before(convert, op)
+    return convert.result
+
+
+def _cheap_to_convert(value: SSAValue, layout: Attribute) -> bool:
+    """Whether `value` can reach `layout` without moving data (see _Rematerializer)."""
+    return _Rematerializer().plan(value, layout) is not None
+
+
+# --------------------------------------------------------------------------------- backward
+
+
+def _backward_all(module: ModuleOp) -> bool:
+    changed = False
+    remat = _Rematerializer()
+    for convert in _converts(module):
+        if not _alive(convert) or not _distributed(_layout(convert.result)):
+            continue
+        if _carried(convert.src) is not None and _distributed(_layout(convert.src)):
+            # a loop-carried value converted in the loop: carry it in the wanted layout
+            if _ForwardPlan(convert.src, _layout(convert.result), None).try_apply():
+                changed = True
+            continue
+        value = remat.rematerialize(convert.src, _layout(convert.result))
+        if value is not None:
+            convert.result.replace_all_uses_with(value)
+            Rewriter.erase_op(convert)
+            changed = True
+    return changed
+
+
+class _Rematerializer:
+    """Recomputes cheap slices in another layout; remembers what it made (each clone sits right
+    after its original, so it dominates every later use)."""
+
+    def __init__(self):
+        self.made: dict[tuple[SSAValue, Attribute], SSAValue] = {}
+
+    def plan(self, value: SSAValue, layout: Attribute) -> dict[SSAValue, Attribute] | None:
+        """The values to recompute (each with its layout), or None when it is not cheap."""
+        todo: dict[SSAValue, Attribute] = {}
+        work = [(value, layout)]
+        while work:
+            v, want = work.pop()
+            if _layout(v) == want or (v, want) in self.made or _from_layout(v, want) is not None:
+                continue
+            if v in todo:
+                if todo[v] != want:
+                    return None
+                continue
+            op = v.owner
+            if not isinstance(op, Operation) or len(op.results) != 1 or op.regions:
+                return None
+            if isinstance(op, _SOURCES):
+                todo[v] = want
+                continue
+            need = _operand_layout(op, want)
+            if need is None or len(todo) >= MAX_REMATERIALIZED:
+                return None
+            todo[v] = want
+            work += [(o, need) for o in op.operands if isinstance(o.type, TensorType)]
+        return todo if _duplicated(todo, value) <= MAX_DUPLICATED else None
+
+    def rematerialize(self, value: SSAValue, layout: Attribute) -> SSAValue | None:
+        todo = self.plan(value, layout)
+        if todo is None:
+            return None
+        for v in sorted(todo, key=_program_position):
+            self._clone(v.owner, todo[v])
+        return self.get(value, layout)
+
+    def get(self, value: SSAValue, layout: Attribute) -> SSAValue:
+        if _layout(value) == layout:
+            return value
+        source = _from_layout(value, layout)
+        return source if source is not None else self.made[(value, layout)]
+
+    def _clone(self, op: Operation, layout: Attribute) -> None:
+        result_type = ttg.with_encoding(op.results[0].type, layout)
+        if (op.results[0], layout) in self.made:
+            return
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, DenseIntOrFPElementsAttr):
+            clone = arith.ConstantOp(type(op.value)(result_type, op.value.data))
+        else:
+            need = _operand_layout(op, layout) if not isinstance(op, _SOURCES) else None
+            operands = [
+                self.get(o, need) if isinstance(o.type, TensorType) and need is not None else o
+                for o in op.operands
+            ]
+            clone = type(op).create(
+                operands=operands,
+                result_types=[result_type],
+                properties=dict(op.properties),
+                attributes=dict(op.attributes),
+            )
+        clone.results[0].name_hint = op.results[0].name_hint
+        op.parent_block().insert_op_after(clone, op)
+        self.made[(op.results[0], layout)] = clone.results[0]
+
+
+def _duplicated(todo: dict[SSAValue, Attribute], root: SSAValue) -> int:
+    """How many recomputed ops keep their original alive (it has users outside the slice)."""
+    inside = {v.owner for v in todo}
+
+    def outside(use, v) -> bool:  # the conversions being replaced do not count
+        if v is root and isinstance(use.operation, ttg.ConvertLayoutOp):
+            return False
+        return use.operation not in inside
+
+    return sum(
+        1
+        for v in todo
+        if not isinstance(v.owner, _SOURCES) and any(outside(use, v) for use in v.uses)
+    )
+
+
+def _from_layout(value: SSAValue, layout: Attribute) -> SSAValue | None:
+    """x when `value` is convert(x) and x is already in `layout`."""
+    op = value.owner
+    if isinstance(op, ttg.ConvertLayoutOp) and _layout(op.src) == layout:
+        return op.src
+    return None
+
+
+def _program_position(value: SSAValue) -> tuple[int, ...]:
+    """Sort key: ops in program order (outer position first for nested ops)."""
+    path = []
+    op = value.owner
+    while op is not None and not isinstance(op, ModuleOp):
+        block = op.parent_block()
+        path.append(block.get_operation_index(op) if block else 0)
+        op = op.parent_op()
+    return tuple(reversed(path))
+
+
+# ------------------------------------------------------------------------------------- fold
+
+
+def _fold_all(module: ModuleOp) -> bool:
+    changed = False
+    for convert in _converts(module):
+        if not _alive(convert):
+            continue
+        inner = convert.src.owner
+        if isinstance(inner, ttg.ConvertLayoutOp):
+            convert.operands[0] = inner.src
+            if not inner.result.uses:
+                Rewriter.erase_op(inner)
+            changed = True
+        if convert.src.type == convert.result.type:
+            convert.result.replace_all_uses_with(convert.src)
+            Rewriter.erase_op(convert)
+            changed = True
+    return changed
