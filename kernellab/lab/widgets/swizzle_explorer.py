@@ -1,0 +1,292 @@
+"""Swizzle explorer: the shared-memory banks a warp hits, before and after swizzling.
+
+    kl.lab.swizzle(vec=8, per_phase=1, max_phase=8, order=[1, 0], shape=[32, 64],
+                   elem_bytes=2, pattern="column")
+
+Shared memory has 32 banks of 4 bytes; lanes of one access phase that hit different 4-byte
+words of the same bank are served one after another (an n-way conflict). A plain row-major
+tile whose rows are a multiple of 128 bytes puts a whole column in one bank, so a warp
+reading down a column conflicts 8 or 32 ways. `#ttg.swizzled_shared<{vec, perPhase, maxPhase,
+order}>` XORs each row's vec-element chunks with (row // perPhase) % maxPhase and spreads them.
+
+Access patterns (a register layout of one warp, as the compiler would have it):
+- "row":      lanes along the row, `access_bytes` per lane (like a coalesced copy);
+- "column":   each lane reads one vector from a different row (like reading A^T);
+- "ldmatrix": ldmatrix.x4 — lanes 0-7, 8-15, 16-23, 24-31 give the row addresses of four 8x8
+              tiles (16 bytes per row).
+The counts come from `kernellab.layouts.banks` (the same analysis the compiler uses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernellab.lab.widgets.base import Explorer, is_power_of_two, powers_of_two
+
+PATTERNS = ("row", "column", "ldmatrix")
+NUM_BANKS = 32
+
+
+def access_layout(pattern: str, shape, elem_bytes: int, access_bytes: int = 16):
+    """The register layout of one warp's access `pattern` over a 2-D shared tile `shape`."""
+    from kernellab.layouts import LinearLayout, blocked
+
+    rows, cols = (int(s) for s in shape)
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, not {pattern!r}")
+    if pattern == "ldmatrix":
+        per_row = max(1, 16 // elem_bytes)  # one 16-byte row of an 8x8 (b16) matrix per lane
+        if rows < 16 or cols < 2 * per_row:
+            raise ValueError(
+                f"ldmatrix.x4 reads a 16 x {2 * per_row} block; the tile {rows} x {cols} is smaller"
+            )
+        registers = [(0, 1 << i) for i in range(per_row.bit_length() - 1)]
+        lanes = [(1, 0), (2, 0), (4, 0), (8, 0), (0, per_row)]
+        return LinearLayout({"register": registers, "lane": lanes, "warp": []}, (rows, cols))
+    per_lane = max(1, min(access_bytes // elem_bytes, cols))
+    if pattern == "row":
+        tpw1 = min(32, cols // per_lane)
+        return blocked([1, per_lane], [32 // tpw1, tpw1], [1, 1], [1, 0], [rows, cols])
+    tpw0 = min(32, rows)
+    return blocked([1, per_lane], [tpw0, 32 // tpw0], [1, 1], [1, 0], [rows, cols])
+
+
+@dataclass
+class BankSide:
+    """One shared layout under the access: per element its bank and offset, which lane the
+    shown instruction has read it with (-1: not read), and the conflict numbers."""
+
+    label: str
+    bank: np.ndarray  # (rows, cols) bank of the element's first byte
+    offset: np.ndarray  # (rows, cols) element offset in the buffer
+    lane: np.ndarray  # (rows, cols)
+    ways: int  # n-way conflict, worst instruction
+    ways_shown: int  # n-way of the shown instruction
+    wavefronts: int  # all instructions
+    words_per_bank: np.ndarray  # [phases, 32] distinct words per bank, shown instruction
+    vec: int  # elements per access
+
+
+@dataclass
+class SwizzlePicture:
+    pattern: str
+    shape: tuple[int, int]
+    elem_bytes: int
+    instruction: int
+    num_instructions: int
+    before: BankSide
+    after: BankSide
+    params: dict
+    best: str = ""  # the swizzle kernellab.layouts.best_swizzle picks for this access
+    best_ways: int = 0
+
+
+def _side(reg, shared, elem_bytes: int, instruction: int, label: str) -> tuple[BankSide, int]:
+    from kernellab.layouts.banks import analyze
+
+    acc = analyze(reg, shared, elem_bytes)
+    shape = tuple(shared.out_shape)
+    size = int(np.prod(shape))
+    coords_of_offset = np.asarray(shared.table(("offset",)))
+    offset = np.empty(size, np.int64)
+    offset[coords_of_offset] = np.arange(size)
+    bank = offset * elem_bytes // 4 % NUM_BANKS
+    n_instr = acc.words.shape[0]
+    i = max(0, min(instruction, n_instr - 1))
+    regs = np.asarray(reg.table(("register", "lane"), warp=0))  # [registers, lanes] -> flat coord
+    lane = np.full(size, -1, np.int64)
+    shown = regs[i * acc.vec : (i + 1) * acc.vec]
+    for r in range(shown.shape[0]):
+        lane[shown[r]] = np.arange(shown.shape[1])
+    words = acc.words[i]  # [lanes, words per access]
+    lanes = words.shape[0]
+    access_bytes = acc.vec * elem_bytes
+    per_phase = min(lanes, NUM_BANKS * 4 // max(4, access_bytes))
+    phases = max(1, lanes // per_phase)
+    counts = np.zeros((phases, NUM_BANKS), np.int64)
+    for p in range(phases):
+        distinct = np.unique(words[p * per_phase : (p + 1) * per_phase].ravel())
+        counts[p] = np.bincount(distinct % NUM_BANKS, minlength=NUM_BANKS)
+    side = BankSide(label, bank.reshape(shape), offset.reshape(shape), lane.reshape(shape),
+                    acc.max_ways, int(acc.ways[i]), int(acc.wavefronts.sum()), counts, acc.vec)  # fmt: skip
+    return side, n_instr
+
+
+def swizzle_data(vec, per_phase, max_phase, order, shape, elem_bytes, pattern, access_bytes=16,
+                 instruction=0) -> SwizzlePicture:  # fmt: skip
+    """Bank maps and conflict counts of `pattern` on the plain and on the swizzled layout."""
+    from kernellab.layouts import swizzled_shared
+
+    shape = tuple(int(s) for s in shape)
+    for name, v in (("vec", vec), ("perPhase", per_phase), ("maxPhase", max_phase), ("rows", shape[0]),
+                    ("cols", shape[1]), ("element bytes", elem_bytes)):  # fmt: skip
+        if not is_power_of_two(int(v)):
+            raise ValueError(f"{name} = {v} must be a power of two")
+    order = tuple(int(o) for o in order)
+    if len(shape) != 2 or sorted(order) != [0, 1]:
+        raise ValueError("the swizzle explorer draws 2-D tiles; order is [1, 0] or [0, 1]")
+    if vec * max_phase > shape[order[0]]:
+        raise ValueError(
+            f"vec x maxPhase = {vec * max_phase} exceeds the {shape[order[0]]} elements along dim "
+            f"{order[0]}: the XOR would leave the row; lower vec or maxPhase"
+        )
+    reg = access_layout(pattern, shape, elem_bytes, access_bytes)
+    plain = swizzled_shared(1, 1, 1, order, shape)
+    swizzled = swizzled_shared(vec, per_phase, max_phase, order, shape)
+    before, n = _side(
+        reg, plain, elem_bytes, instruction, "unswizzled " + str(plain.encoding or "")
+    )
+    after, _ = _side(reg, swizzled, elem_bytes, instruction, str(swizzled.encoding or ""))
+    params = {"vec": vec, "per_phase": per_phase, "max_phase": max_phase, "order": order,
+              "access_bytes": access_bytes}  # fmt: skip
+    from kernellab.layouts import best_swizzle
+
+    best, results = best_swizzle([reg], elem_bytes)
+    return SwizzlePicture(pattern, shape, elem_bytes, max(0, min(instruction, n - 1)), n, before, after, params,
+                          str(best.encoding or best), max(r.max_ways for r in results))  # fmt: skip
+
+
+def draw_swizzle(pic: SwizzlePicture, fig) -> None:
+    from matplotlib import colormaps
+
+    rows, cols = pic.shape
+    axes = fig.subplots(
+        2, 2, gridspec_kw={"height_ratios": [max(rows / max(cols, 1), 0.25) * 3, 1]}
+    )
+    cmap = colormaps["hsv"]
+    for k, side in enumerate((pic.before, pic.after)):
+        ax, bar = axes[0][k], axes[1][k]
+        colors = np.array([cmap(b / NUM_BANKS)[:3] for b in range(NUM_BANKS)])
+        rgb = colors[side.bank] * 0.35 + 0.65  # faded banks everywhere
+        read = side.lane >= 0
+        rgb[read] = colors[side.bank[read]] * 0.9
+        ax.imshow(rgb, interpolation="nearest", aspect="equal")
+        ax.set_title(f"{'before' if k == 0 else 'after'}: {side.label}\n"
+                     f"{side.ways_shown}-way on this access, {side.ways}-way worst, "
+                     f"{side.wavefronts} wavefronts in all", fontsize=8)  # fmt: skip
+        ax.set_xlabel("column")
+        ax.set_ylabel("row")
+        worst = side.words_per_bank.max(axis=0)
+        bar.bar(np.arange(NUM_BANKS), worst, color=colors, edgecolor="#333333", linewidth=0.4)
+        bar.set_xlim(-0.7, NUM_BANKS - 0.3)
+        bar.set_ylim(
+            0,
+            max(2, int(pic.before.words_per_bank.max()), int(pic.after.words_per_bank.max())) + 0.5,
+        )
+        bar.set_xlabel("bank")
+        bar.set_ylabel("words / bank\n(worst phase)", fontsize=8)
+        bar.axhline(1, color="#333333", linewidth=0.6, linestyle=":")
+    if fig.get_layout_engine() is not None:
+        fig.get_layout_engine().execute(fig)  # final axes sizes, so labels fit their cells
+    for k, side in enumerate((pic.before, pic.after)):
+        _label_lanes(axes[0][k], side, fig)
+    fig.suptitle(f"{pic.pattern} access, {pic.elem_bytes}-byte elements, instruction {pic.instruction + 1} "
+                 f"of {pic.num_instructions} (elements read by it are bright, labelled lane/bank)",
+                 fontsize=9)  # fmt: skip
+
+
+def _label_lanes(ax, side: BankSide, fig) -> None:
+    """`L<lane>` (and its banks when there is room) on each run of elements one lane reads."""
+    rows, cols = side.lane.shape
+    bbox = ax.get_position()
+    width, height = fig.get_size_inches()
+    cell_w = bbox.width * width / cols * 72
+    cell_h = min(bbox.height * height / rows * 72, cell_w)
+    for i in range(rows):
+        j = 0
+        while j < cols:
+            k = j
+            while k + 1 < cols and side.lane[i, k + 1] == side.lane[i, j]:
+                k += 1
+            lane = int(side.lane[i, j])
+            if lane >= 0:
+                b0, b1 = int(side.bank[i, j]), int(side.bank[i, k])
+                run_w = (k - j + 1) * cell_w
+                for text in (f"L{lane} b{b0}" + (f"-{b1}" if b1 != b0 else ""), f"L{lane}"):
+                    fs = min(8.0, cell_h * 0.8, run_w / (0.62 * len(text)))
+                    if fs >= 3.5:
+                        ax.text((j + k) / 2, i, text, ha="center", va="center", fontsize=fs)
+                        break
+            j = k + 1
+
+
+def _caption(pic: SwizzlePicture) -> str:
+    b, a = pic.before, pic.after
+    return (
+        f"{pic.pattern} access on a {pic.shape[0]}x{pic.shape[1]} tile of {pic.elem_bytes}-byte elements "
+        f"({a.vec} elements per access): unswizzled {b.ways}-way conflict ({b.wavefronts} wavefronts), "
+        f"swizzled {a.ways}-way ({a.wavefronts} wavefronts)"
+        + (f"\nbest for this access: {pic.best} ({pic.best_ways}-way)" if pic.best else "")
+    )
+
+
+class SwizzleExplorer(Explorer):
+    title = "swizzle explorer"
+
+    def __init__(self, vec=8, per_phase=1, max_phase=8, order=(1, 0), shape=(32, 64), elem_bytes=2,
+                 pattern="column", access_bytes=16):  # fmt: skip
+        import ipywidgets as w
+
+        style = {"description_width": "initial"}
+
+        def dd(description, options, value, width="140px"):
+            return w.Dropdown(options=options, value=value, description=description, style=style,
+                              layout=w.Layout(width=width))  # fmt: skip
+
+        controls = {
+            "vec": dd("vec", powers_of_two(1, 16), vec, "110px"),
+            "per_phase": dd("perPhase", powers_of_two(1, 16), per_phase, "130px"),
+            "max_phase": dd("maxPhase", powers_of_two(1, 16), max_phase, "130px"),
+            "order": dd("order", [("[1, 0]", (1, 0)), ("[0, 1]", (0, 1))], tuple(order), "120px"),
+            "rows": dd("shape [", powers_of_two(8, 128), shape[0], "120px"),
+            "cols": dd(",", powers_of_two(8, 256), shape[1], "80px"),
+            "elem_bytes": dd("bytes/element", [1, 2, 4], elem_bytes, "150px"),
+            "pattern": dd("access", list(PATTERNS), pattern, "160px"),
+            "access_bytes": dd("bytes/lane", [4, 8, 16], access_bytes, "140px"),
+            "instruction": w.IntSlider(value=0, min=0, max=0, description="instruction"),
+        }
+        super().__init__(controls, [["vec", "per_phase", "max_phase", "order", "rows", "cols"],
+                                    ["elem_bytes", "pattern", "access_bytes", "instruction"]])  # fmt: skip
+
+    def compute(self, vec, per_phase, max_phase, order, rows, cols, elem_bytes, pattern, access_bytes,
+                instruction) -> SwizzlePicture:  # fmt: skip
+        pic = swizzle_data(vec, per_phase, max_phase, order, (rows, cols), elem_bytes, pattern, access_bytes,
+                           instruction)  # fmt: skip
+        slider = self.controls["instruction"]
+        if slider.max != pic.num_instructions - 1:
+            slider.unobserve(self._on_change, names="value")
+            slider.max = pic.num_instructions - 1
+            slider.value = pic.instruction
+            slider.observe(self._on_change, names="value")
+        return pic
+
+    def draw(self, data, fig) -> None:
+        draw_swizzle(data, fig)
+
+    def figsize(self, data):
+        rows, cols = data.shape
+        width = 12.0
+        return (width, min(12.0, 2.6 + (width / 2 - 0.8) * rows / cols))
+
+    def caption(self, data) -> str:
+        return _caption(data)
+
+
+def swizzle(vec=8, per_phase=1, max_phase=8, order=(1, 0), shape=(32, 64), elem_bytes=2, pattern="column",
+            access_bytes=16):  # fmt: skip
+    """The swizzle explorer (defaults: a 32 x 64 fp16 tile read down a column, 16 bytes per lane)."""
+    return SwizzleExplorer(
+        vec, per_phase, max_phase, order, shape, elem_bytes, pattern, access_bytes
+    )
+
+
+__all__ = [
+    "PATTERNS",
+    "SwizzleExplorer",
+    "SwizzlePicture",
+    "access_layout",
+    "swizzle",
+    "swizzle_data",
+]

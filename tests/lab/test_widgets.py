@@ -1,0 +1,362 @@
+"""The lab's explorers: their pure drawing data, and that changing a control changes it.
+
+The explorers are built for real (ipywidgets work without a kernel, matplotlib draws on Agg);
+a control is changed by assigning its `.value`, as the frontend would.
+"""
+
+from __future__ import annotations
+
+import base64
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("matplotlib")
+
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.lab.widgets import access
+from kernellab.lab.widgets import layout_explorer as layout
+from kernellab.lab.widgets import swizzle_explorer as swizzle
+from kernellab.lab.widgets import tile_order_explorer as tile_order
+
+
+def assert_snapshot(explorer) -> None:
+    """The bundle has the live widget and a static HTML snapshot with an inline PNG."""
+    bundle = explorer._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    html = bundle["text/html"]
+    marker = "<img src='data:image/png;base64,"
+    assert marker in html
+    data = html.split(marker, 1)[1].split("'", 1)[0]
+    assert base64.b64decode(data).startswith(b"\x89PNG")
+    assert explorer.caption(explorer.data).splitlines()[0].replace("<", "&lt;")[:20] in html
+    assert bundle["text/plain"].startswith("<")
+
+
+# -- tile order ------------------------------------------------------------------------------
+
+
+def test_seed_example_90_block_loads_row_major_54_grouped():
+    # 9 x 9 tiles of C, K in 9 blocks, the first 9 programs (Triton's matmul tutorial)
+    assert tile_order.block_loads(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, 9) == {
+        "row-major": 90,
+        "grouped": 54,
+    }
+    rm = tile_order.tile_order_data(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, 9, grouped=False)
+    g = tile_order.tile_order_data(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, 9, grouped=True)
+    assert (rm.a_blocks, rm.b_blocks, g.a_blocks, g.b_blocks) == (9, 81, 27, 27)
+    assert g.block_loads_without_reuse == 162
+
+
+def test_grouped_order_follows_tritons_formula():
+    order = tile_order.program_order(5, 3, group_size_m=2, grouped=True)
+    # groups of 2 rows walked column by column; the last group has one row
+    expected = [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2),
+                (2, 0), (3, 0), (2, 1), (3, 1), (2, 2), (3, 2),
+                (4, 0), (4, 1), (4, 2)]  # fmt: skip
+    assert [tuple(p) for p in order] == expected
+    assert [tuple(p) for p in tile_order.program_order(2, 3, 2, grouped=False)] == [
+        (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]  # fmt: skip
+    rng = np.random.default_rng()
+    m, n, gs = (int(v) for v in rng.integers(1, 12, 3))
+    tiles = tile_order.program_order(m, n, gs)
+    assert sorted(map(tuple, tiles)) == [
+        (i, j) for i in range(m) for j in range(n)
+    ]  # each tile once
+
+
+def test_l2_hit_rate_is_higher_for_grouped_order_at_a_realistic_size():
+    args = (8192, 8192, 8192, 128, 128, 64, 8)
+    row_major = tile_order.simulate_l2(*args, grouped=False, l2_bytes=50 * 2**20, num_sms=132)
+    grouped = tile_order.simulate_l2(*args, grouped=True, l2_bytes=50 * 2**20, num_sms=132)
+    assert row_major.accesses == grouped.accesses == 64 * 64 * 128 * 2
+    assert 0 < row_major.hit_rate < grouped.hit_rate < 1
+    assert grouped.dram_bytes < row_major.dram_bytes
+    assert "hit rate" in str(grouped)
+
+
+def test_l2_large_enough_to_hold_everything_reads_each_block_once():
+    M, N, K, bm, bn, bk = 512, 384, 256, 64, 64, 32
+    r = tile_order.simulate_l2(
+        M, N, K, bm, bn, bk, 2, grouped=False, elem_bytes=2, l2_bytes=1 << 30, num_sms=7
+    )
+    assert r.dram_bytes == r.min_bytes == (M * K + K * N) * 2
+    blocks = (M // bm) * (K // bk) + (K // bk) * (N // bn)
+    assert r.accesses - r.hits == blocks
+
+
+def test_tile_order_explorer_redraws_on_step_and_group_size():
+    e = tile_order.tile_order(simulate=False)
+    assert (e.data.row_major.blocks, e.data.grouped.blocks) == (90, 54)
+    first_png = e.png
+    e.controls["step"].value = 20
+    assert e.data.grouped.step == 20 and e.data.grouped.blocks == 27 + 63
+    assert e.png != first_png
+    e.controls["GROUP_SIZE_M"].value = 9
+    assert e.data.grouped.a_blocks == 9 * 9  # 20 programs walk all 9 rows of the first column band
+    e.controls["M"].value = 4 * 64  # a smaller grid: the step slider is clamped to the programs
+    assert e.controls["step"].max == 4 * 9 and e.data.grouped.step == 20
+    assert_snapshot(e)
+
+
+def test_tile_order_explorer_reports_l2_simulation():
+    e = tile_order.tile_order(8192, 8192, 8192, 128, 128, 64, 8, step=132, l2_mb=50, num_sms=132)
+    rm, g = e.data.l2
+    assert g.hit_rate > rm.hit_rate
+    assert "L2 hit rate" in e.caption(e.data)
+
+
+# -- layouts -------------------------------------------------------------------------------
+
+
+def test_seed_layout_thread_0_owns_two_runs_of_eight():
+    ll = layout.blocked_layout([1, 8], [8, 4], [8, 1], [1, 0], [128, 32])
+    pic = layout.layout_table(ll)
+    assert pic.elements_of_thread(0) == [(0, c) for c in range(8)] + [(64, c) for c in range(8)]
+    assert (pic.num_registers, pic.num_lanes, pic.num_warps) == (16, 32, 8)
+    assert (pic.owners == 1).all() and pic.duplicated == 0
+    assert pic.warp[64, 0] == 0 and pic.register[64, 3] == 11 and pic.lane[0, 8] == 1
+    assert pic.thread[127, 31] == 255
+    assert "sizePerThread = [1, 8]" in pic.description
+
+
+def test_layout_table_agrees_with_the_layout_object():
+    rng = np.random.default_rng()
+    ll = layout.blocked_layout([2, 2], [4, 8], [2, 2], [0, 1], [64, 64])
+    pic = layout.layout_table(ll)
+    for _ in range(50):
+        r, ln, w = (int(rng.integers(0, n)) for n in (ll.num_registers, 32, 4))
+        i, j = ll.apply(register=r, lane=ln, warp=w)
+        assert (pic.register[i, j], pic.lane[i, j], pic.warp[i, j]) == (r, ln, w)
+
+
+def test_layout_rejects_invalid_combinations():
+    with pytest.raises(ValueError, match="multiply to 32"):
+        layout.blocked_layout([1, 1], [4, 4], [1, 1], [1, 0], [16, 16])
+    with pytest.raises(ValueError, match="power of two"):
+        layout.blocked_layout([3, 1], [8, 4], [1, 1], [1, 0], [16, 16])
+    with pytest.raises(ValueError, match="permutation"):
+        layout.blocked_layout([1, 1], [8, 4], [1, 1], [1, 1], [16, 16])
+
+
+def test_layout_explorer_changes_with_its_controls():
+    e = layout.layout()
+    assert e.data.elements_of_thread(0)[:8] == [(0, c) for c in range(8)]
+    before = e.data.thread.copy()
+    e.controls["spt1"].value = 4  # sizePerThread [1, 4]: thread 0 now holds 4-element runs
+    assert e.data.elements_of_thread(0)[:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (0, 16)]
+    assert not np.array_equal(before, e.data.thread)
+    e.controls["tpw0"].value = 32  # threadsPerWarp [32, 1]
+    assert e.data.lane[:32, 0].tolist() == list(range(32))
+    e.controls["warps"].value = 2  # warpsPerCTA[0] options follow num_warps
+    assert list(e.controls["wpc0"].options) == [1, 2] and e.data.num_warps == 2
+    e.controls["order"].value = (0, 1)
+    assert "order = [0, 1]" in e.data.description
+    e.controls["rows"].value = 16  # smaller than the layout's tile: elements are broadcast
+    assert e.data.duplicated > 0 and e.data.owners.max() > 1
+    assert_snapshot(e)
+
+
+def _fake_kernel(ttgir: str | None):
+    asm = {"ttir": "builtin.module {}\n"}
+    if ttgir is not None:
+        asm["ttgir"] = ttgir
+    return SimpleNamespace(asm=asm, passes=[], metadata={"target": "sm_90", "times": {}}, name="k")
+
+
+TTGIR = """
+#blocked = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+#blocked1 = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#mma = #ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>
+#shared = #ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]}>
+#smem = #ttg.shared_memory
+builtin.module attributes {"ttg.num-warps" = 4 : i32, "ttg.threads-per-warp" = 32 : i32} {
+  tt.func public @k(%x_ptr: !tt.ptr<f16>, %out_ptr: !tt.ptr<f16>) {
+    %rows = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32, #ttg.slice<{dim = 1, parent = #blocked}>>
+    %offs = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #blocked1>
+    %r2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<64xi32, #ttg.slice<{dim = 1, parent = #blocked}>> -> tensor<64x1xi32, #blocked>
+    %rb = tt.broadcast %r2 : tensor<64x1xi32, #blocked> -> tensor<64x64xi32, #blocked>
+    %p = tt.splat %x_ptr : !tt.ptr<f16> -> tensor<64x64x!tt.ptr<f16>, #blocked>
+    %pa = tt.addptr %p, %rb : tensor<64x64x!tt.ptr<f16>, #blocked>, tensor<64x64xi32, #blocked>
+    %a = tt.load %pa : tensor<64x64x!tt.ptr<f16>, #blocked>
+    %s = ttg.local_alloc %a : (tensor<64x64xf16, #blocked>) -> !ttg.memdesc<64x64xf16, #shared, #smem>
+    %op = ttg.local_load %s : !ttg.memdesc<64x64xf16, #shared, #smem> -> tensor<64x64xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>>
+    %c = ttg.convert_layout %a : tensor<64x64xf16, #blocked> -> tensor<64x64xf16, #mma>
+    tt.return
+  }
+}
+"""
+
+
+def test_layout_of_a_compiled_kernels_values():
+    ck = _fake_kernel(TTGIR)
+    view = layout.layout(ck, "%offs")
+    assert set(layout.tensor_values(ck)) == {
+        "%rows",
+        "%offs",
+        "%r2",
+        "%rb",
+        "%p",
+        "%pa",
+        "%a",
+        "%op",
+        "%c",
+    }
+    assert view.data.elements_of_thread(0) == [(0,), (1,), (2,), (3,)]
+    assert "#blocked1" in view.data.description
+    view.controls["value"].value = "%rows"  # a slice: the 4 lanes along dim 1 hold the same rows
+    assert view.data.tensor_shape == (64,) and view.data.duplicated == 64
+    view.controls[
+        "value"
+    ].value = "%c"  # MMA v2: lane 0 of warp 0 holds (0, 0), (0, 1), (8, 0), (8, 1) first
+    assert view.data.elements_of_thread(0)[:4] == [(0, 0), (0, 1), (8, 0), (8, 1)]
+    view.controls["value"].value = "%op"
+    assert "dot_op" in view.data.description and view.data.num_warps == 4
+    assert_snapshot(view)
+
+
+def test_layout_of_a_kernel_names_the_problem():
+    with pytest.raises(KeyError, match="similar: %offs"):
+        layout.layout(_fake_kernel(TTGIR), "%off")
+    with pytest.raises(ValueError, match="target='sm_90'"):
+        layout.layout(_fake_kernel(None), "%offs")
+
+
+# -- swizzling -------------------------------------------------------------------------------
+
+
+def test_column_read_conflicts_8_ways_until_swizzled():
+    pic = swizzle.swizzle_data(8, 1, 8, (1, 0), (32, 64), 2, "column", 16)
+    # rows of 64 fp16 = 128 bytes: every row's first 16 bytes are in banks 0-3
+    assert pic.before.ways == 8 and pic.after.ways == 1
+    assert pic.before.wavefronts > pic.after.wavefronts
+    assert pic.best_ways == 1 and "maxPhase" in pic.best
+    rows, cols = np.meshgrid(np.arange(32), np.arange(64), indexing="ij")
+    np.testing.assert_array_equal(pic.before.bank, (rows * 64 + cols) * 2 // 4 % 32)
+    # the swizzle moves row r's first chunk to chunk (r % 8): banks 4 * (r % 8) ...
+    assert pic.after.bank[:8, 0].tolist() == [4 * r for r in range(8)]
+    lanes = pic.before.lane[:, :8]
+    assert (lanes == np.arange(32)[:, None]).all()  # lane r reads row r's first vector
+
+
+def test_ldmatrix_and_row_patterns():
+    ld = swizzle.swizzle_data(8, 1, 8, (1, 0), (64, 64), 2, "ldmatrix")
+    assert ld.before.ways == 8 and ld.after.ways == 1
+    row = swizzle.swizzle_data(8, 1, 8, (1, 0), (64, 64), 2, "row")
+    assert row.before.ways == 1 and row.after.ways == 1  # a warp along a row never conflicts
+    with pytest.raises(ValueError, match="exceeds"):
+        swizzle.swizzle_data(8, 1, 16, (1, 0), (32, 64), 2, "column")
+
+
+def test_swizzle_explorer_changes_with_its_controls():
+    e = swizzle.swizzle()
+    assert (e.data.before.ways, e.data.after.ways) == (8, 1)
+    e.controls["max_phase"].value = 2  # only two phases: conflicts drop to 4-way, not 1
+    assert e.data.after.ways == 4
+    e.controls["max_phase"].value = 1  # no swizzle at all: after == before
+    np.testing.assert_array_equal(e.data.after.bank, e.data.before.bank)
+    assert e.controls["instruction"].max == e.data.num_instructions - 1 > 0
+    e.controls["instruction"].value = 1  # the second instruction reads the second column chunk
+    assert (e.data.before.lane[:, 8:16] >= 0).all() and (e.data.before.lane[:, :8] < 0).all()
+    e.controls["pattern"].value = "ldmatrix"
+    assert e.data.pattern == "ldmatrix" and e.data.num_instructions == 1
+    assert_snapshot(e)
+
+
+# -- memory access ---------------------------------------------------------------------------
+
+
+@kl.jit
+def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(
+        out_ptr + offs,
+        tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+        mask=mask,
+    )
+
+
+@kl.jit
+def _unmasked_store(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2)
+
+
+@kl.jit
+def _copy_tile(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    r = tl.program_id(0) * BM + tl.arange(0, BM)
+    c = tl.program_id(1) * BN + tl.arange(0, BN)
+    m = (r[:, None] < M) & (c[None, :] < N)
+    p = r[:, None] * N + c[None, :]
+    tl.store(out_ptr + p, tl.load(x_ptr + p, mask=m), mask=m)
+
+
+def test_access_view_counts_elements_programs_and_masked_lanes():
+    rng = np.random.default_rng()
+    n = int(rng.integers(700, 1000))
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    out = np.full(n, np.nan, np.float32)
+    view = access.access_view(_add, (4,), x, y, out, n, BLOCK=256)
+    assert np.isnan(out).all()  # ran on copies
+    pic = view.data
+    assert pic.arg == "x_ptr" and pic.size == n and pic.shape == (-(-n // 64), 64)
+    assert pic.loads.ravel()[:n].tolist() == [1] * n and pic.stores.sum() == 0
+    assert pic.first_program.ravel()[:n].tolist() == (np.arange(n) // 256).tolist()
+    assert [s.kind for s in pic.sites] == ["load"] and pic.masked == 1024 - n
+    view.controls["arg"].value = "out_ptr"
+    assert view.data.stores.ravel()[:n].sum() == n and view.data.loads.sum() == 0
+    view.controls["program"].value = (1, 0, 0)
+    touched = np.nonzero(view.data.stores.ravel())[0]
+    assert touched.tolist() == list(range(256, 512)) and view.data.masked == 0
+    for program in (2, 3):  # the last programs' lanes past n are masked (all of them when n <= 768)
+        view.controls["program"].value = (program, 0, 0)
+        assert view.data.masked == 256 - min(256, max(0, n - 256 * program))
+    assert_snapshot(view)
+
+
+def test_access_view_2d_and_per_site():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((20, 30), dtype=np.float32)
+    b = np.full_like(a, np.nan)
+    view = access.access_view(_copy_tile, (3, 2), a, b, 20, 30, BM=8, BN=16)
+    pic = view.data
+    assert pic.shape == (20, 30) and (pic.loads == 1).all()
+    expected = (np.arange(20)[:, None] // 8) + 3 * (
+        np.arange(30)[None, :] // 16
+    )  # linear program id
+    np.testing.assert_array_equal(pic.first_program, expected)
+    assert pic.masked == 3 * 2 * 8 * 16 - 600
+
+
+def test_access_view_shows_an_out_of_bounds_store():
+    rng = np.random.default_rng()
+    x = rng.standard_normal(1000, dtype=np.float32)
+    out = np.full(1000, np.nan, np.float32)
+    view = access.access_view(_unmasked_store, (4,), x, out, 1000, BLOCK=256)
+    pic = view.data
+    assert pic.arg == "out_ptr"  # opens on the argument the error names
+    assert pic.error_program == (3, 0, 0) and pic.error_index == 1000
+    assert "out-of-bounds store" in view.caption(pic) and "program (3, 0, 0)" in view.caption(pic)
+    view.controls["arg"].value = "x_ptr"  # the load before it was masked and recorded
+    assert view.data.loads.ravel()[:1000].sum() == 1000 and view.data.error_index is None
+
+
+def test_access_view_from_a_trace():
+    from kernellab.backends.interpreter import AccessTrace
+
+    rng = np.random.default_rng()
+    x, y = rng.standard_normal(128, dtype=np.float32), rng.standard_normal(128, dtype=np.float32)
+    out = np.full(128, np.nan, np.float32)
+    ck = kl.compile(_add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 64})
+    trace = AccessTrace()
+    ck.run((2,), x, y, out, 128, trace=trace)
+    np.testing.assert_allclose(out, x + y)
+    view = access.access_view(trace, shapes={"y_ptr": (8, 16)})
+    view.controls["arg"].value = "y_ptr"
+    assert view.data.shape == (8, 16) and (view.data.loads == 1).all()
+    summary = access.access_summary(trace, "out_ptr", program=1)
+    assert np.nonzero(summary.stores.ravel())[0].tolist() == list(range(64, 128))
