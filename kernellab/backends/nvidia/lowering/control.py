@@ -1,0 +1,220 @@
+"""Control flow (scf.for / scf.if / scf.while → basic blocks with phis), program ids, return.
+
+Every value crossing a block boundary is flattened into LLVM values (a scalar is one, a tensor
+one per register) so loop-carried tensors become lists of phis. Shared-memory buffers
+(descriptors) are compile-time facts and pass through unchanged. Barrier bookkeeping follows
+the control flow: a loop body starts with its own accesses pending (the previous iteration's),
+and an if merges the pending accesses of both branches.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from xdsl.dialects import scf
+
+from kernellab.backends.nvidia.lowering.core import LoweringError, lowers
+from kernellab.backends.nvidia.lowering.types import I32, TV, SmemBuf, llty
+from kernellab.ir import tt
+
+_TERMINATORS = (scf.YieldOp, scf.ConditionOp, tt.ReturnOp, tt.ReduceReturnOp, tt.ScanReturnOp)
+
+
+def lower_body(ctx, block):
+    """Lower every op of `block` except its terminator, which is returned."""
+    term = None
+    for op in block.ops:
+        if isinstance(op, _TERMINATORS):
+            term = op
+            break
+        ctx.lower_op(op)
+    return term
+
+
+def flatten(x) -> list:
+    if isinstance(x, TV):
+        return list(x.regs)
+    if isinstance(x, SmemBuf):
+        return []
+    return [x]
+
+
+def unflatten(template, values: list, pos: int):
+    """Rebuild a value shaped like `template` from values[pos:]; returns (value, new pos)."""
+    if isinstance(template, TV):
+        n = len(template.regs)
+        return TV(list(values[pos : pos + n]), template.lay, template.elem), pos + n
+    if isinstance(template, SmemBuf):
+        return template, pos
+    return values[pos], pos + 1
+
+
+def _phis(ctx, templates, block_from, name: str):
+    """Phis for every flattened value of `templates`, with the incoming value from block_from."""
+    b = ctx.b
+    phis = []
+    for t in templates:
+        for v in flatten(t):
+            p = b.phi(v.type, name=name)
+            p.add_incoming(v, block_from)
+            phis.append(p)
+    return phis
+
+
+def _rebuild(templates, flat):
+    out, pos = [], 0
+    for t in templates:
+        v, pos = unflatten(t, flat, pos)
+        out.append(v)
+    return out
+
+
+@lowers(scf.ForOp)
+def _for(ctx, op):
+    b = ctx.b
+    lb, ub, step = ctx.get(op.lb), ctx.get(op.ub), ctx.get(op.step)
+    inits = [ctx.get(v) for v in op.iter_args]
+    pre = b.block
+    header = ctx.fn.append_basic_block("for.header")
+    body = ctx.fn.append_basic_block("for.body")
+    exit_ = ctx.fn.append_basic_block("for.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(lb.type, name="iv")
+    iv.add_incoming(lb, pre)
+    phis = _phis(ctx, inits, pre, "carried")
+    carried = _rebuild(inits, phis)
+    b.cbranch(b.icmp_signed("<", iv, ub), body, exit_)
+
+    before = ctx.barriers.snapshot()
+    ctx.barriers.assume_all(ctx.smem.accesses_in(op))
+    header_state = ctx.barriers.snapshot()
+
+    b.position_at_end(body)
+    block = op.body.block
+    ctx.set(block.args[0], iv)
+    for arg, v in zip(block.args[1:], carried):
+        ctx.set(arg, v)
+    term = lower_body(ctx, block)
+    yielded = [ctx.get(v) for v in term.operands] if term is not None else []
+    nxt = b.add(iv, step)
+    latch = b.block
+    iv.add_incoming(nxt, latch)
+    flat = [v for y in yielded for v in flatten(y)]
+    if len(flat) != len(phis):
+        raise LoweringError("scf.for yields values whose register counts differ from its inits")
+    for p, v in zip(phis, flat):
+        p.add_incoming(v, latch)
+    b.branch(header)
+    ctx.barriers.merge(header_state, ctx.barriers.snapshot(), before)
+
+    b.position_at_end(exit_)
+    for res, v in zip(op.results, carried):
+        ctx.set(res, v)
+
+
+@lowers(scf.IfOp)
+def _if(ctx, op):
+    b = ctx.b
+    cond = ctx.get(op.cond)
+    then_bb = ctx.fn.append_basic_block("if.then")
+    else_bb = ctx.fn.append_basic_block("if.else")
+    merge = ctx.fn.append_basic_block("if.end")
+    b.cbranch(cond, then_bb, else_bb)
+    start = ctx.barriers.snapshot()
+    branches = []
+    for bb, region in ((then_bb, op.true_region), (else_bb, op.false_region)):
+        ctx.barriers.restore(start)
+        b.position_at_end(bb)
+        values = []
+        if region.blocks:
+            term = lower_body(ctx, region.block)
+            if term is not None:
+                values = [ctx.get(v) for v in term.operands]
+        if not b.block.is_terminated:
+            branches.append((b.block, values, ctx.barriers.snapshot()))
+            b.branch(merge)
+    ctx.barriers.merge(*[s for _, _, s in branches])
+    b.position_at_end(merge)
+    if op.results and branches:
+        templates = branches[0][1]
+        flats = [[v for y in vals for v in flatten(y)] for _, vals, _ in branches]
+        phis = []
+        for i, v0 in enumerate(flats[0]):
+            if all(f[i] is v0 for f in flats):
+                phis.append(v0)
+                continue
+            p = b.phi(v0.type)
+            for (blk, _, _), f in zip(branches, flats):
+                p.add_incoming(f[i], blk)
+            phis.append(p)
+        for res, v in zip(op.results, _rebuild(templates, phis)):
+            ctx.set(res, v)
+
+
+@lowers(scf.WhileOp)
+def _while(ctx, op):
+    b = ctx.b
+    inits = [ctx.get(v) for v in op.arguments]
+    pre = b.block
+    before_bb = ctx.fn.append_basic_block("while.before")
+    after_bb = ctx.fn.append_basic_block("while.after")
+    exit_ = ctx.fn.append_basic_block("while.exit")
+    b.branch(before_bb)
+    b.position_at_end(before_bb)
+    phis = _phis(ctx, inits, pre, "wcarried")
+    before = ctx.barriers.snapshot()
+    ctx.barriers.assume_all(ctx.smem.accesses_in(op))
+    before_block = op.before_region.block
+    for arg, v in zip(before_block.args, _rebuild(inits, phis)):
+        ctx.set(arg, v)
+    cond_op = lower_body(ctx, before_block)
+    if not isinstance(cond_op, scf.ConditionOp):
+        raise LoweringError("scf.while's before region must end in scf.condition")
+    cond = ctx.get(cond_op.condition)
+    forwarded = [ctx.get(v) for v in cond_op.args]
+    b.cbranch(cond, after_bb, exit_)
+    cond_state = ctx.barriers.snapshot()
+
+    b.position_at_end(after_bb)
+    after_block = op.after_region.block
+    for arg, v in zip(after_block.args, forwarded):
+        ctx.set(arg, v)
+    term = lower_body(ctx, after_block)
+    yielded = [ctx.get(v) for v in term.operands] if term is not None else []
+    flat = [v for y in yielded for v in flatten(y)]
+    latch = b.block
+    for p, v in zip(phis, flat):
+        p.add_incoming(v, latch)
+    b.branch(before_bb)
+    ctx.barriers.merge(cond_state, before)
+
+    b.position_at_end(exit_)
+    for res, v in zip(op.results, forwarded):
+        ctx.set(res, v)
+
+
+@lowers(tt.ReturnOp)
+def _return(ctx, op):
+    ctx.b.ret_void()
+
+
+def _sreg(ctx, name: str):
+    key = ("sreg", name)
+    v = ctx._thread_cache.get(key)
+    if v is None:
+        v = ctx.call(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [], builder=ctx.pro)
+        ctx._thread_cache[key] = v
+    return v
+
+
+@lowers(tt.GetProgramIdOp)
+def _program_id(ctx, op):
+    ctx.set(op.result, _sreg(ctx, "ctaid." + "xyz"[op.axis.value.data]))
+
+
+@lowers(tt.GetNumProgramsOp)
+def _num_programs(ctx, op):
+    ctx.set(op.result, _sreg(ctx, "nctaid." + "xyz"[op.axis.value.data]))
+
+
+__all__ = ["lower_body", "flatten", "unflatten"]

@@ -1,0 +1,255 @@
+"""tt.reduce: within a thread, across lanes (butterfly shuffles), across warps (shared memory).
+
+The combine region is emitted once per pair of values combined (its block arguments bound to
+the two operands' values), so any combine function works, multi-operand ones (argmax/argmin:
+value and index) included.
+
+1. In thread: registers whose element index differs only along the axis are combined in
+   increasing axis order.
+2. Lanes: for each lane bit whose basis moves along the axis, `shfl.sync.bfly` with that lane
+   mask and combine; afterwards every lane of such a group holds the group's result (64-bit
+   values are shuffled as two 32-bit halves, narrower ones widened).
+3. Warps: if warp bases move along the axis, each thread writes its partial result to scratch
+   slot [output index][warp's axis index], a barrier, and each thread reads the partials of
+   the outputs it holds in the result layout and combines them in warp order.
+Without step 3 the partials are already distributed like the result's slice layout (a
+register
+permutation moves them into place; shared memory only if the layouts disagree).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from xdsl.dialects.builtin import TensorType
+
+from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
+from kernellab.backends.nvidia.lowering.layout import Lay, _log2
+from kernellab.backends.nvidia.lowering.remap import move, scratch_bytes_for, smem_elem_bytes
+from kernellab.backends.nvidia.lowering.types import I32, I64, I8, TV, bitwidth, llty
+from kernellab.ir import tt
+
+
+def combiner(ctx, region, n: int):
+    """fn(a: list, b: list) -> list emitting the combine region for one pair."""
+    from kernellab.backends.nvidia.lowering.control import lower_body
+
+    block = region.block
+
+    def combine(a, b):
+        for arg, v in zip(block.args, list(a) + list(b)):
+            ctx.set(arg, v)
+        term = lower_body(ctx, block)
+        return [ctx.get(v) for v in term.operands]
+
+    return combine
+
+
+def shuffle(ctx, v, lane_arg, kind: str = "bfly"):
+    """Warp shuffle of any scalar value (`kind`: bfly / up / idx / down)."""
+    b = ctx.b
+    ty = v.type
+    clamp = I32(0) if kind == "up" else I32(31)
+    name = f"llvm.nvvm.shfl.sync.{kind}.i32"
+
+    def shfl32(x):
+        return ctx.call(name, I32, [I32(-1), x, lane_arg, clamp])
+
+    if isinstance(ty, ir.PointerType):
+        return b.inttoptr(shuffle(ctx, b.ptrtoint(v, I64), lane_arg, kind), ty)
+    if isinstance(ty, ir.IntType):
+        w = ty.width
+        if w == 32:
+            return shfl32(v)
+        if w < 32:
+            return b.trunc(shfl32(b.zext(v, I32)), ty)
+        lo = b.trunc(v, I32)
+        hi = b.trunc(b.lshr(v, ir.Constant(ty, 32)), I32)
+        lo, hi = shfl32(lo), shfl32(hi)
+        return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
+    w = {"float": 32, "double": 64, "half": 16, "bfloat": 16}[str(ty)]
+    return b.bitcast(shuffle(ctx, b.bitcast(v, ir.IntType(w)), lane_arg, kind), ty)
+
+
+def axis_mask(lay: Lay, axis: int) -> int:
+    return (lay.shape[axis] - 1) << lay.dim_shift(axis)
+
+
+def compress(flat: int, lay: Lay, axis: int) -> int:
+    """Flat index in the reduced shape of a flat index (of lay's shape) with the axis removed."""
+    shift = lay.dim_shift(axis)
+    bits = _log2(lay.shape[axis])
+    low = flat & ((1 << shift) - 1)
+    high = flat >> (shift + bits)
+    return (high << shift) | low
+
+
+def _warp_axis_bits(lay: Lay, axis: int) -> list[int]:
+    am = axis_mask(lay, axis)
+    return [j for j, w in enumerate(lay.warp) if w & am]
+
+
+def _check(lay: Lay, axis: int):
+    am = axis_mask(lay, axis)
+    for name, bases in (("lane", lay.lane), ("warp", lay.warp)):
+        for basis in bases:
+            if basis & am and basis & ~am:
+                raise LoweringError(
+                    f"reduction along dim {axis}: a {name} basis moves along the axis and another "
+                    "dim at once; convert the operand to a blocked layout first"
+                )
+
+
+def partial_layout(lay: Lay, axis: int, out_shape) -> Lay:
+    am = axis_mask(lay, axis)
+    return Lay(
+        tuple(out_shape),
+        tuple(compress(b & ~am, lay, axis) for b in lay.reg),
+        tuple(compress(b & ~am, lay, axis) for b in lay.lane),
+        tuple(compress(b & ~am, lay, axis) for b in lay.warp),
+    )
+
+
+def _out_shape(op) -> tuple[int, ...]:
+    t = op.result[0].type
+    return tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+
+
+@scratch(tt.ReduceOp)
+def _reduce_scratch(ctx, op) -> int:
+    lay = ctx.lay(op.srcs[0].type)
+    axis = op.axis.value.data
+    nw = 1 << len(_warp_axis_bits(lay, axis))
+    out_numel = lay.numel // lay.shape[axis]
+    if nw > 1:
+        total = 0
+        for v in op.srcs:
+            total += out_numel * nw * smem_elem_bytes(tt.element_type(v.type))
+            total = (total + 15) // 16 * 16
+        return total
+    t = op.result[0].type
+    if not isinstance(t, TensorType):
+        return 0
+    part = partial_layout(lay, axis, _out_shape(op))
+    res_lay = ctx.lay(t)
+    return max(scratch_bytes_for(part, res_lay, tt.element_type(v.type)) for v in op.srcs)
+
+
+@lowers(tt.ReduceOp)
+def _reduce(ctx, op):
+    b = ctx.b
+    axis = op.axis.value.data
+    srcs = [ctx.get(v) for v in op.srcs]
+    lay = srcs[0].lay
+    for s in srcs[1:]:
+        if s.lay != lay:
+            raise LoweringError("tt.reduce operands have different layouts")
+    _check(lay, axis)
+    n = len(srcs)
+    combine = combiner(ctx, op.combineOp, n)
+    am = axis_mask(lay, axis)
+
+    # 1. in thread: groups of registers equal off the axis, combined in axis order
+    groups: dict[int, list[int]] = {}
+    for r in lay.canonical_regs:
+        groups.setdefault(lay.reg_flat[r] & ~am, []).append(r)
+    acc: dict[int, list] = {}
+    for key, regs in groups.items():
+        regs.sort(key=lambda r: lay.dim_part(lay.reg_flat[r], axis))
+        vals = [s.regs[regs[0]] for s in srcs]
+        for r in regs[1:]:
+            vals = combine(vals, [s.regs[r] for s in srcs])
+        acc[key] = vals
+
+    # 2. across lanes
+    for i, basis in enumerate(lay.lane):
+        if basis & am:
+            for key in acc:
+                other = [shuffle(ctx, v, I32(1 << i)) for v in acc[key]]
+                acc[key] = combine(acc[key], other)
+
+    out_shape = _out_shape(op)
+    warp_bits = _warp_axis_bits(lay, axis)
+    scalar = not isinstance(op.result[0].type, TensorType)
+
+    if not warp_bits:
+        if scalar:
+            vals = acc[0]
+            for res, v in zip(op.result, vals):
+                ctx.set(res, v)
+            return
+        part = partial_layout(lay, axis, out_shape)
+        res_lay = ctx.lay(op.result[0].type)
+        for k, res in enumerate(op.result):
+            regs = [acc[lay.reg_flat[lay.reg_of_flat[lay.reg_flat[r]]] & ~am][k] for r in range(lay.nregs)]
+            tv = TV(regs, part, tt.element_type(res.type))
+            ctx.set(res, move(ctx, tv, res_lay, res_lay, 0, op))
+        return
+
+    # 3. across warps through shared memory
+    nw = 1 << len(warp_bits)
+    out_numel = lay.numel // lay.shape[axis]
+    base = ctx.scratch_offset(op)
+    iv = ctx.scratch_interval(op)
+    offsets = []
+    off = base
+    for s in srcs:
+        offsets.append(off)
+        off += out_numel * nw * smem_elem_bytes(s.elem)
+        off = (off + 15) // 16 * 16
+    # the thread's warp index along the axis
+    widx = I32(0)
+    for pos, j in enumerate(warp_bits):
+        bit = b.and_(b.lshr(ctx.warp, I32(j)), I32(1))
+        widx = b.or_(widx, b.shl(bit, I32(pos))) if pos else bit
+    tflat = ctx.thread_flat(lay)
+    tflat_off = b.and_(tflat, I32(~am & 0xFFFFFFFF))
+    shift = lay.dim_shift(axis)
+    abits = _log2(lay.shape[axis])
+
+    def compress_rt(x):
+        low = b.and_(x, I32((1 << shift) - 1))
+        high = b.lshr(x, I32(shift + abits))
+        return b.or_(b.shl(high, I32(shift)), low) if shift else high
+
+    def slot_ptr(k, out_idx, w, elem):
+        nbytes = smem_elem_bytes(elem)
+        idx = b.add(b.mul(out_idx, I32(nw)), w)
+        return ctx.smem_ptr(b.add(I32(offsets[k]), b.mul(idx, I32(nbytes))))
+
+    ctx.smem_access(iv, write=True)
+    for key, vals in acc.items():
+        out_idx = compress_rt(b.xor(tflat_off, I32(key)) if key else tflat_off)
+        for k, (v, s) in enumerate(zip(vals, srcs)):
+            if bitwidth(s.elem) == 1:
+                v = b.zext(v, I8)
+            b.store(v, slot_ptr(k, out_idx, widx, s.elem))
+    ctx.smem_access(iv, write=False)
+
+    def read(out_idx):
+        vals = None
+        for w in range(nw):
+            cur = []
+            for k, s in enumerate(srcs):
+                sty = I8 if bitwidth(s.elem) == 1 else llty(s.elem)
+                v = b.load(slot_ptr(k, out_idx, I32(w), s.elem), typ=sty)
+                if sty is not llty(s.elem):
+                    v = b.trunc(v, llty(s.elem))
+                cur.append(v)
+            vals = cur if vals is None else combine(vals, cur)
+        return vals
+
+    if scalar:
+        vals = read(I32(0))
+        for res, v in zip(op.result, vals):
+            ctx.set(res, v)
+        return
+    res_lay = ctx.lay(op.result[0].type)
+    per_reg = []
+    memo = {}
+    for r in range(res_lay.nregs):
+        f = res_lay.reg_flat[r]
+        if f not in memo:
+            memo[f] = read(ctx.flat_index(res_lay, r))
+        per_reg.append(memo[f])
+    for k, res in enumerate(op.result):
+        ctx.set(res, TV([v[k] for v in per_reg], res_lay, tt.element_type(res.type)))

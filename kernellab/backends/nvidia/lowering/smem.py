@@ -1,0 +1,206 @@
+"""Shared memory: a liveness-based allocator and the barrier tracker.
+
+Allocation. Ops are numbered in program order (a pre-order walk, so an op with regions spans
+the numbers of everything inside it). Two kinds of buffers need bytes of the one dynamic
+shared array `@global_smem`:
+  - `ttg.local_alloc` results, live from the alloc to their last use; a use inside a loop or
+    branch that the alloc is outside of keeps the buffer alive to the end of that op;
+  - per-op scratch (layout conversions through shared memory, cross-warp reductions and scans,
+    scalar atomics), live only while its op runs.
+Buffers are placed first-fit (largest first, then by start) at the lowest aligned offset that
+doesn't overlap a buffer whose live range overlaps; the high-water mark is the kernel's
+dynamic shared memory size.
+
+Barriers. While emitting code the lowering tells the tracker about every shared-memory access
+(byte interval, read or write). Accesses since the last barrier are pending; a new access that
+overlaps a pending one and where either writes (RAW, WAR, WAW) gets a `bar.sync` first. Loops
+start with their whole body's accesses pending (the previous iteration's), and branches merge
+by union, so a barrier is emitted only where some path needs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import scf
+from xdsl.ir import Operation, SSAValue
+
+from kernellab.ir import ttg
+
+ALIGN = 16
+
+
+@dataclass
+class Interval:
+    lo: int
+    hi: int  # exclusive
+
+    def overlaps(self, other: "Interval") -> bool:
+        return self.lo < other.hi and other.lo < self.hi
+
+
+@dataclass
+class _Buf:
+    key: object  # an Operation (scratch) or SSAValue (local_alloc)
+    size: int
+    start: int
+    end: int
+    offset: int = -1
+
+
+@dataclass
+class SmemPlan:
+    scratch: dict = field(default_factory=dict)  # op -> offset
+    scratch_size: dict = field(default_factory=dict)  # op -> bytes
+    buffers: dict = field(default_factory=dict)  # SSAValue -> offset
+    buffer_size: dict = field(default_factory=dict)
+    total: int = 0
+    op_accesses: dict = field(default_factory=dict)  # op -> list[Interval] (self and nested)
+
+    def accesses_in(self, op: Operation) -> list[Interval]:
+        return self.op_accesses.get(op, [])
+
+
+def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes) -> SmemPlan:
+    """Assign offsets. `scratch_bytes(op) -> int` says how much scratch an op needs;
+    `memdesc_bytes(type) -> int` the size of a local_alloc buffer."""
+    order: dict[Operation, int] = {}
+    ends: dict[Operation, int] = {}
+    counter = 0
+
+    def number(op: Operation):
+        nonlocal counter
+        order[op] = counter
+        counter += 1
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    number(inner)
+        ends[op] = counter
+        counter += 1
+
+    for block in func_op.body.blocks:
+        for op in block.ops:
+            number(op)
+
+    bufs: list[_Buf] = []
+    for op in list(order):
+        n = scratch_bytes(op)
+        if n:
+            bufs.append(_Buf(op, n, order[op], ends[op]))
+        if isinstance(op, ttg.LocalAllocOp):
+            value = op.result
+            start = order[op]
+            end = ends[op]
+            users = []
+            for use in list(value.uses):
+                users.append(use.operation)
+                if isinstance(use.operation, ttg.LocalLoadOp):
+                    # tt.dot reads its operands straight from the buffer (see dot.py)
+                    for u2 in list(use.operation.result.uses):
+                        if u2.operation.name == "tt.dot":
+                            users.append(u2.operation)
+            for user in users:
+                # walk up to the ancestor that is a sibling-level op of the alloc's block
+                anc = user
+                while anc is not None and anc.parent_block() is not op.parent_block():
+                    anc = anc.parent_op()
+                if anc is None:
+                    anc = user
+                end = max(end, ends.get(anc, order.get(user, 0) + 1))
+            bufs.append(_Buf(value, memdesc_bytes(value.type), start, end))
+
+    placed: list[_Buf] = []
+    for b in sorted(bufs, key=lambda b: (-b.size, b.start)):
+        offset = 0
+        while True:
+            clash = [
+                p for p in placed
+                if p.start < b.end and b.start < p.end
+                and p.offset < offset + b.size and offset < p.offset + p.size
+            ]
+            if not clash:
+                break
+            offset = max(p.offset + p.size for p in clash)
+            offset = (offset + ALIGN - 1) // ALIGN * ALIGN
+        b.offset = offset
+        placed.append(b)
+
+    plan = SmemPlan()
+    for b in placed:
+        if isinstance(b.key, SSAValue):
+            plan.buffers[b.key] = b.offset
+            plan.buffer_size[b.key] = b.size
+        else:
+            plan.scratch[b.key] = b.offset
+            plan.scratch_size[b.key] = b.size
+        plan.total = max(plan.total, b.offset + b.size)
+
+    # every op's own shared-memory intervals, then rolled up into the ops that contain them
+    def own(op: Operation) -> list[Interval]:
+        out = []
+        if op in plan.scratch:
+            out.append(Interval(plan.scratch[op], plan.scratch[op] + plan.scratch_size[op]))
+        for v in list(op.operands) + list(op.results):
+            if v in plan.buffers:
+                out.append(Interval(plan.buffers[v], plan.buffers[v] + plan.buffer_size[v]))
+        return out
+
+    def roll(op: Operation) -> list[Interval]:
+        acc = own(op)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    acc.extend(roll(inner))
+        plan.op_accesses[op] = acc
+        return acc
+
+    for block in func_op.body.blocks:
+        for op in block.ops:
+            roll(op)
+    return plan
+
+
+class BarrierTracker:
+    """Pending shared-memory accesses since the last barrier (see the module docstring)."""
+
+    def __init__(self, emit_barrier):
+        self.pending: list[tuple[Interval, bool]] = []
+        self._emit = emit_barrier
+        self.count = 0
+
+    def access(self, iv: Interval, write: bool) -> None:
+        for p, w in self.pending:
+            if (w or write) and p.overlaps(iv):
+                self.barrier()
+                break
+        self.pending.append((iv, write))
+
+    def barrier(self) -> None:
+        self._emit()
+        self.count += 1
+        self.pending = []
+
+    def snapshot(self) -> list:
+        return list(self.pending)
+
+    def restore(self, state: list) -> None:
+        self.pending = list(state)
+
+    def merge(self, *states: list) -> None:
+        out = []
+        for s in states:
+            for item in s:
+                if item not in out:
+                    out.append(item)
+        self.pending = out
+
+    def assume_all(self, intervals: list[Interval]) -> None:
+        """Add accesses (read+write) that may be pending from another path (loop back edge)."""
+        for iv in intervals:
+            if (iv, True) not in self.pending:
+                self.pending.append((iv, True))
+
+
+def is_loop(op) -> bool:
+    return isinstance(op, (scf.ForOp, scf.WhileOp))

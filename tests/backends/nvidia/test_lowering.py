@@ -1,0 +1,240 @@
+"""The TTGIR → LLVM IR lowering, on the CPU: every test kernel lowers, its PTX assembles through
+nvJitLink for sm_80 and sm_90, and the PTX has the features the lowering promises (vector
+accesses, shuffles, barriers only where needed, source lines). Correctness on the GPU is
+test_lowering_gpu.py's job."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from test_lowering_cases import CASES, build, compile_case
+
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.nvidia.lowering import make_llir
+from kernellab.backends.nvidia.lowering.layout import Lay, blocked_lay
+from kernellab.backends.nvidia.lowering.memory import layout_vector
+from kernellab.backends.nvidia.lowering.remap import register_plan
+from kernellab.backends.nvidia.lowering.smem import BarrierTracker, Interval
+from kernellab.ir import parse_module
+
+TARGETS = ("sm_80", "sm_90")
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """Each case compiled once per target (fresh inputs decide the specialization)."""
+    rng = np.random.default_rng()
+    out = {}
+    for case in CASES:
+        args, consts, _ = build(case, rng)
+        for target in TARGETS:
+            out[case.name, target] = compile_case(case, args, consts, target)
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_kernel_assembles(compiled, case, target):
+    ck = compiled[case.name, target]
+    assert isinstance(ck.asm["cubin"], bytes) and len(ck.asm["cubin"]) > 1000
+    assert f".target {target}" in ck.asm["ptx"]
+    md = ck.metadata
+    assert md["threads_per_block"] == case.num_warps * 32
+    assert f".maxntid {case.num_warps * 32}" in ck.asm["ptx"]
+    assert md["registers"] > 0 and md["spills"] == 0, f"{md['registers']} registers, {md['spills']} spilled"
+    assert re.search(rf"kernellab\.shared = {md['shared']}\b", ck.asm["ptx"])
+    if target == "sm_90":
+        for pattern in case.ptx:
+            assert re.search(pattern, ck.asm["ptx"]), pattern
+        for pattern in case.no_ptx:
+            assert not re.search(pattern, ck.asm["ptx"]), pattern
+
+
+def _ptx_lines(ptx: str, pattern: str) -> list[str]:
+    return [line.strip() for line in ptx.splitlines() if re.search(pattern, line)]
+
+
+def test_vector_add_uses_16_byte_accesses_and_no_shared_memory(compiled):
+    ptx = compiled["vadd_v4", "sm_90"].asm["ptx"]
+    loads = _ptx_lines(ptx, r"ld\.global")
+    stores = _ptx_lines(ptx, r"st\.global")
+    assert loads and all(".v4.b32" in line for line in loads), loads
+    assert stores and all(".v4.b32" in line for line in stores), stores
+    assert all(line.startswith("@%p") for line in loads + stores)  # predicated by the mask
+    assert compiled["vadd_v4", "sm_90"].metadata["shared"] == 0
+    assert "bar.sync" not in ptx
+
+
+def test_unaligned_vector_add_stays_scalar_but_masked(compiled):
+    # n = 100003 is not a multiple of 16: the mask may change inside a vector, so one element each
+    ptx = compiled["vadd", "sm_90"].asm["ptx"]
+    loads = _ptx_lines(ptx, r"ld\.global")
+    assert loads and all(".v" not in line.split()[1] for line in loads)
+
+
+def test_softmax_reduces_with_butterflies_and_one_barrier_per_exchange(compiled):
+    ck = compiled["softmax", "sm_90"]
+    ptx = ck.asm["ptx"]
+    # 4 warps: each reduction is 5 butterfly steps in a warp, then 4 partials through shared memory
+    assert len(_ptx_lines(ptx, r"shfl\.sync\.bfly")) == 10
+    assert len(_ptx_lines(ptx, r"bar\.sync")) == 3  # write→read, read→rewrite, write→read
+    assert ck.metadata["shared"] == 16
+    assert "ex2.approx.f32" in ptx
+
+
+def test_reduction_inside_one_warp_needs_no_shared_memory():
+    @kl.jit
+    def rowsum(x_ptr, out_ptr, N: tl.constexpr):
+        offs = tl.arange(0, N)
+        tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs), axis=0))
+
+    ck = kl.compile(rowsum, signature="*fp32,*fp32", constexprs={"N": 32}, target="sm_90", num_warps=1)
+    assert ck.metadata["shared"] == 0
+    assert "bar.sync" not in ck.asm["ptx"]
+    assert len(_ptx_lines(ck.asm["ptx"], r"shfl\.sync\.bfly")) == 5
+    # the scalar store happens once (thread 0), not in every thread
+    assert _ptx_lines(ck.asm["ptx"], r"st\.global")[0].startswith("@%p")
+
+
+def test_ptx_lines_map_back_to_the_source(compiled):
+    ck = compiled["softmax", "sm_90"]
+    ptx = ck.asm["ptx"]
+    files = re.findall(r'\.file\s+(\d+)\s+"([^"]+)"', ptx)
+    assert files and files[0][1].endswith("test_lowering_cases.py")
+    lines = {int(m) for m in re.findall(r"\.loc\s+\d+\s+(\d+)\s+\d+", ptx)}
+    import inspect
+
+    from test_lowering_cases import softmax_k
+
+    src, start = inspect.getsourcelines(softmax_k.fn)
+    body = set(range(start, start + len(src)))
+    assert lines and lines <= body
+    exp_line = start + next(i for i, t in enumerate(src) if "tl.exp(" in t)
+    # the ex2.approx instructions sit under the `.loc` of the tl.exp line
+    current, seen = None, False
+    for line in ptx.splitlines():
+        m = re.match(r"\s*\.loc\s+\d+\s+(\d+)", line)
+        if m:
+            current = int(m.group(1))
+        if "ex2.approx" in line:
+            seen = True
+            assert current == exp_line
+    assert seen
+    assert "!dbg" in ck.asm["llir"] and "DISubprogram" in ck.asm["llir"]
+
+
+def test_dot_operands_are_read_from_shared_memory_inside_the_k_loop(compiled):
+    ptx = compiled["dot_f16", "sm_90"].asm["ptx"]
+    assert _ptx_lines(ptx, r"ld\.shared") and _ptx_lines(ptx, r"st\.shared")
+    assert _ptx_lines(ptx, r"fma\.rn\.f32")
+    ptx_i8 = compiled["dot_i8", "sm_90"].asm["ptx"]
+    assert _ptx_lines(ptx_i8, r"mad\.lo\.s32|mul\.lo\.s32")
+
+
+def test_atomics_are_predicated_and_typed(compiled):
+    ptx = compiled["atomics", "sm_90"].asm["ptx"]
+    for op in ("add.f32", "add.u32", "max.s32", "min.u32", "xor.b32", "add.noftz.f16", "add.noftz.bf16"):
+        hits = _ptx_lines(ptx, r"atom\.acq_rel\.gpu\.global\." + re.escape(op) + r"\b")
+        assert hits and all(h.startswith("@%p") for h in hits), op
+    # sm_80 has no bf16 atomic add: a compare-and-swap loop instead
+    ptx80 = compiled["atomics", "sm_80"].asm["ptx"]
+    assert "add.noftz.bf16" not in ptx80 and _ptx_lines(ptx80, r"atom\.acq_rel\.gpu\.global\.cas\.b16")
+
+
+def test_fp8_conversions_use_cvt_on_sm90_and_bit_arithmetic_on_sm80(compiled):
+    assert "cvt.rn.satfinite.e4m3x2.f32" in compiled["fp8", "sm_90"].asm["ptx"]
+    assert "cvt.rn.satfinite.e5m2x2.f32" in compiled["fp8", "sm_90"].asm["ptx"]
+    assert "satfinite" not in compiled["fp8", "sm_80"].asm["ptx"]
+
+
+def test_printf_and_assert_reach_the_device_runtime():
+    @kl.jit
+    def chk(x_ptr, BLOCK: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, BLOCK))
+        tl.device_print("x", x)
+        tl.device_assert(x > 0, "x must be positive")
+
+    for target in TARGETS:
+        ck = kl.compile(chk, signature="*fp32", constexprs={"BLOCK": 64}, target=target)
+        ptx = ck.asm["ptx"]
+        assert "vprintf" in ptx and "__assertfail" in ptx
+        assert "pid (%d, %d, %d) idx (%d) x: %f" in ck.asm["llir"]
+        assert "x must be positive" in ck.asm["llir"]
+
+
+# --------------------------------------------------------------- TTGIR written by hand
+
+_CONVERT = """
+#blocked = #ttg.blocked<{{sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}}>
+#blocked1 = #ttg.blocked<{{{dst}}}>
+builtin.module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32}} {{
+  tt.func public @conv(%x: !tt.ptr<f32>, %y: !tt.ptr<f32>) {{
+    %a = arith.constant dense<1.0> : tensor<32x16xf32, #blocked>
+    %b = ttg.convert_layout %a : tensor<32x16xf32, #blocked> -> tensor<32x16xf32, #blocked1>
+    %p = tt.splat %y : !tt.ptr<f32> -> tensor<32x16x!tt.ptr<f32>, #blocked1>
+    tt.store %p, %b : tensor<32x16x!tt.ptr<f32>, #blocked1>
+    tt.return
+  }}
+}}
+"""
+_SAME = "sizePerThread = [1, 4], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]"
+# the same placement with registers 0/1 swapped... and one that moves data between threads
+_TRANSPOSED = "sizePerThread = [4, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]"
+
+
+def _barriers(llir: str) -> int:
+    return len(re.findall(r"call void @\"?llvm\.nvvm\.barrier0\"?\(\)", llir))
+
+
+def test_convert_between_equal_layouts_is_free_and_otherwise_goes_through_shared_memory():
+    text, md = make_llir(parse_module(_CONVERT.format(dst=_SAME)), None)
+    assert md["shared"] == 0 and _barriers(text) == 0
+    text, md = make_llir(parse_module(_CONVERT.format(dst=_TRANSPOSED)), None)
+    assert md["shared"] >= 32 * 16 * 4
+    assert _barriers(text) == 1  # between the writes and the reads, none before the first write
+    assert "addrspace(3)" in text
+
+
+def test_register_plan_finds_permutations_and_rejects_cross_thread_moves():
+    a = blocked_lay((32, 16), [1, 4], [8, 4], [4, 1], [1, 0])
+    assert register_plan(a, a) == list(range(a.nregs))
+    swapped = Lay(a.shape, (a.reg[1], a.reg[0]) + a.reg[2:], a.lane, a.warp)
+    plan = register_plan(a, swapped)
+    assert plan is not None and plan[1] == 2 and plan[2] == 1
+    b = blocked_lay((32, 16), [4, 1], [4, 8], [1, 4], [0, 1])
+    assert register_plan(a, b) is None
+
+
+def test_layout_vector_width_follows_the_contiguous_registers():
+    assert layout_vector(blocked_lay((1024,), [4], [32], [4], [0])) == (0, 4)
+    assert layout_vector(blocked_lay((64, 64), [1, 8], [8, 4], [4, 1], [1, 0])) == (1, 8)
+    assert layout_vector(blocked_lay((64, 64), [4, 1], [4, 8], [1, 4], [0, 1])) == (0, 4)
+    assert layout_vector(blocked_lay((1024,), [1], [32], [4], [0]))[1] == 1
+
+
+def test_barrier_tracker_orders_only_conflicting_accesses():
+    emitted = []
+    t = BarrierTracker(lambda: emitted.append(1))
+    t.access(Interval(0, 64), write=True)
+    t.access(Interval(64, 128), write=True)  # disjoint writes: no barrier
+    t.access(Interval(128, 256), write=False)
+    assert emitted == []
+    t.access(Interval(0, 16), write=False)  # read after write
+    assert emitted == [1]
+    t.access(Interval(32, 48), write=False)  # read after read
+    assert emitted == [1]
+    t.access(Interval(0, 8), write=True)  # write after read
+    assert emitted == [1, 1]
+
+
+def test_scratch_of_consecutive_reductions_is_reused():
+    @kl.jit
+    def two(x_ptr, out_ptr, N: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, N))
+        tl.store(out_ptr, tl.sum(x, axis=0) + tl.max(x, axis=0) + tl.min(x, axis=0))
+
+    ck = kl.compile(two, signature="*fp32,*fp32", constexprs={"N": 4096}, target="sm_90", num_warps=8)
+    assert ck.metadata["shared"] == 32  # one 8-warp scratch, reused by all three
