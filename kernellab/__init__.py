@@ -52,6 +52,11 @@ def load_ipython_extension(ip) -> None:
     load(ip)
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """JupyterLab extension (built from extension/ into kernellab/labextension)."""
+    return [{"src": "labextension", "dest": "kernellab"}]
+
+
 __all__ = [
     "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
     "heuristics", "cdiv", "next_power_of_2", "testing", "language", "lab",

@@ -19,6 +19,7 @@ class StageOutput:
     artifact: Any
     text: str | bytes
     passes: list = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)  # merged into CompiledKernel.metadata
 
 
 # A stage turns the previous stage's artifact (for "ttir": the frontend's module) into the next.
@@ -32,12 +33,25 @@ class Backend:
     `stages()` returns `{name: fn(artifact, options) -> StageOutput}`; `parsers` maps a stage name
     to `fn(text) -> artifact` (stages that can be resumed from text); `launcher(artifact)` returns
     an object with `run(args, grid, trace)`.
+
+    Optional: `make_options(target, **fields)` builds the backend's options object (default:
+    compiler.CompileOptions); `resolve_target(name)` canonicalizes a target name ('cuda' →
+    'sm_90'); `lazy_asm` maps an asm key to (source stage, fn(artifact text)) computed on first
+    access (SASS); `disk_cache` says whether compiles are stored on disk (then `restore(asm,
+    metadata)` rebuilds the launchable artifact from a cache entry); `stage_markers` maps a
+    stage to a regex that only its text matches (for resuming from IR text).
     """
 
     name: str
     stages: Callable[[], dict[str, Stage]]
     parsers: dict[str, Callable[[str], Any]]
     launcher: Callable[[Any], Any]
+    make_options: Callable[..., Any] | None = None
+    resolve_target: Callable[[str], str] | None = None
+    lazy_asm: dict = field(default_factory=dict)
+    disk_cache: bool = False
+    stage_markers: dict = field(default_factory=dict)
+    restore: Callable[[dict, dict], Any] | None = None  # (asm, metadata) → final artifact
 
 
 def _ttir_stage(module, options) -> StageOutput:
@@ -68,23 +82,23 @@ INTERPRETER = Backend(
 )
 
 _BACKENDS = {"interpreter": INTERPRETER}
-# Targets other issues will add; named here so asking for one gives a useful answer today.
-_PLANNED = ("sm_80", "sm_90", "sm_90a", "cuda", "nvidia")
+_NVIDIA_HINT = "'sm_80', 'sm_90', 'sm_90a' or 'cuda' (the visible GPU; sm_90 without one)"
 
 
 def get_backend(target: str | None) -> Backend:
-    """The backend for `target` (None means the interpreter)."""
+    """The backend for `target` (None means the interpreter; 'sm_XY'/'cuda' the NVIDIA one)."""
     name = "interpreter" if target is None else str(target)
     try:
         return _BACKENDS[name]
     except KeyError:
         pass
-    if name in _PLANNED:
-        raise ValueError(
-            f"target {name!r} is not available in this build: only the interpreter backend is; "
-            "use target='interpreter' (the default)"
-        )
-    raise ValueError(f"unknown target {name!r}; available targets: {', '.join(_BACKENDS)}")
+    from kernellab.backends.nvidia.backend import NVIDIA, is_nvidia_target
+
+    if is_nvidia_target(name):
+        return NVIDIA
+    raise ValueError(
+        f"unknown target {name!r}; available targets: 'interpreter' (the default), {_NVIDIA_HINT}"
+    )
 
 
 __all__ = ["Backend", "StageOutput", "get_backend", "INTERPRETER"]

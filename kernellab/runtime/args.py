@@ -2,21 +2,24 @@
 
 A launch turns each argument into a small hashable key (its signature type plus the properties
 the compiler specializes on: 16-divisibility, equality to 1) and a runtime value (a flat numpy
-view for arrays, the number for scalars). The rules follow Triton's so that a kernel compiles to
-the same specialization here as there. Lookups are by `type(value)` and cached, so the warm path
-is a dict lookup per argument.
+view for CPU arrays, the device address for GPU arrays, the number for scalars). The rules follow
+Triton's so that a kernel compiles to the same specialization here as there. Lookups are by
+`type(value)` and cached, so the warm path is a dict lookup per argument.
+
+GPU arrays (torch CUDA tensors, objects with `__cuda_array_interface__`, CUDA `__dlpack__`
+producers) get a 4-element key `(type, aligned, device index, is torch)`; CPU arrays a 2-element
+one. `launch_device` reads the keys of one launch and says where it runs (or why it can't).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
 
 from kernellab.language import core as tl
-
-CPU_ONLY = "this build runs kernels on the interpreter; pass CPU arrays (numpy arrays or CPU tensors)"
 
 # numpy dtype → signature spelling of the pointee
 _POINTEE = {
@@ -78,7 +81,7 @@ def _torch_to_numpy(t) -> np.ndarray:
     import torch
 
     if t.device.type != "cpu":
-        raise ArgumentError(f"{CPU_ONLY}; got a torch tensor on {t.device}")
+        raise ArgumentError(f"a torch tensor on {t.device} has no numpy view; this needs a CPU tensor")
     t = t.detach()
     reinterpret = {
         torch.bfloat16: (torch.int16, ml_dtypes.bfloat16),
@@ -91,19 +94,89 @@ def _torch_to_numpy(t) -> np.ndarray:
     return t.numpy()
 
 
-def _torch(t, specialize: bool, align: bool) -> tuple[Key, np.ndarray]:
-    return _array(_torch_to_numpy(t), specialize, align)
+# torch dtype name → signature spelling of the pointee
+_TORCH_POINTEE = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+    "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+}  # fmt: skip
+_torch_pointee_cache: dict = {}
+
+
+def _torch_pointee(dtype) -> str:
+    name = _torch_pointee_cache.get(dtype)
+    if name is None:
+        short = str(dtype).rsplit(".", 1)[-1]
+        if short not in _TORCH_POINTEE:
+            known = ", ".join(f"torch.{k}" for k in _TORCH_POINTEE)
+            raise ArgumentError(f"tensors of dtype {dtype} can't be passed to a kernel; use one of {known}")
+        name = _torch_pointee_cache[dtype] = _TORCH_POINTEE[short]
+    return name
+
+
+def _torch(t, specialize: bool, align: bool) -> tuple[Key, object]:
+    device = t.get_device()  # -1 on the CPU; cheaper than t.device
+    if device < 0:
+        return _array(_torch_to_numpy(t), specialize, align)
+    ptr = t.data_ptr()
+    pointer = _torch_pointer_cache.get(t.dtype) or _torch_pointer(t.dtype)
+    return (pointer, align and not ptr & 15, device, True), ptr
+
+
+_torch_pointer_cache: dict = {}
+
+
+def _torch_pointer(dtype) -> str:
+    name = _torch_pointer_cache[dtype] = "*" + _torch_pointee(dtype)
+    return name
 
 
 def _array_interface(obj, specialize: bool, align: bool) -> tuple[Key, np.ndarray]:
     return _array(np.asarray(obj), specialize, align)
 
 
-def _cuda_array(obj, specialize: bool, align: bool):
-    raise ArgumentError(f"{CPU_ONLY}; got {type(obj).__name__}, which lives in GPU memory")
+def _current_cuda_device() -> int:
+    """The device a bare device pointer is taken to live on: torch's current device, else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
+    return 0
+
+
+def _cuda_array(obj, specialize: bool, align: bool) -> tuple[Key, int]:
+    cai = obj.__cuda_array_interface__
+    ptr = int(cai["data"][0])
+    try:
+        dtype = np.dtype(cai["typestr"])
+    except TypeError:
+        raise ArgumentError(f"unknown __cuda_array_interface__ typestr {cai['typestr']!r}") from None
+    return ("*" + pointee_name(dtype), align and ptr % 16 == 0, _current_cuda_device(), False), ptr
+
+
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2
+
+
+def _dlpack(obj, specialize: bool, align: bool) -> tuple[Key, object]:
+    """A `__dlpack__` producer: CPU ones through numpy, CUDA ones through torch.from_dlpack."""
+    device_type, _ = obj.__dlpack_device__()
+    if device_type == _DLPACK_CPU:
+        return _array(np.from_dlpack(obj), specialize, align)
+    if device_type != _DLPACK_CUDA:
+        raise ArgumentError(f"{type(obj).__name__} lives on DLPack device type {device_type}; kernels take CPU or CUDA memory")
+    try:
+        import torch
+    except ImportError:
+        raise ArgumentError(
+            f"{type(obj).__name__} is a CUDA __dlpack__ array; passing it needs torch (or give it "
+            "a __cuda_array_interface__)"
+        ) from None
+    return _torch(torch.from_dlpack(obj), specialize, align)
 
 
 def _int(v: int, specialize: bool, align: bool) -> tuple[Key, int]:
+    if -0x80000000 <= v <= 0x7FFFFFFF and v != 1:  # the common case first
+        return ("i32", specialize and align and not v & 15), v
     for name, lo, hi in _INT_RANGES:
         if lo <= v < hi:
             break
@@ -172,6 +245,8 @@ def _resolve(tp: type) -> Handler | None:
         return _cuda_array
     if hasattr(tp, "__array_interface__"):
         return _array_interface
+    if hasattr(tp, "__dlpack__") and hasattr(tp, "__dlpack_device__"):
+        return _dlpack
     return None
 
 
@@ -187,21 +262,83 @@ def specialize(value, specialize: bool = True, align: bool = True) -> tuple[Key,
     if handler is None:
         handler = _resolve(tp)
         if handler is None:
+            if hasattr(value, "__cuda_array_interface__"):  # set on the instance: not cacheable
+                return _cuda_array(value, specialize, align)
             raise ArgumentError(f"values of type {tp.__module__}.{tp.__qualname__} can't be passed to a kernel")
         _HANDLERS[tp] = handler
     return handler(value, specialize, align)
 
 
 def as_numpy(value) -> np.ndarray | None:
-    """The numpy array (sharing memory) behind an array argument, or None for anything else."""
+    """The numpy array (sharing memory) behind a CPU array argument; None for anything else
+    (scalars, and GPU arrays, which have no numpy view)."""
     if isinstance(value, np.ndarray):
         return value
     handler = _HANDLERS.get(type(value)) or _resolve(type(value))
     if handler is _torch:
-        return _torch_to_numpy(value)
+        return _torch_to_numpy(value) if value.get_device() < 0 else None
     if handler is _array_interface:
         return np.asarray(value)
+    if handler is _dlpack and value.__dlpack_device__()[0] == _DLPACK_CPU:
+        return np.from_dlpack(value)
     return None
+
+
+def writable_array(value):
+    """An array argument as something `a[...] = x` writes into: the numpy view of a CPU array,
+    the tensor itself for a torch CUDA tensor; None for scalars and other GPU arrays."""
+    array = as_numpy(value)
+    if array is None and (_HANDLERS.get(type(value)) or _resolve(type(value))) is _torch:
+        return value
+    return array
+
+
+def snapshot(array):
+    """A copy of an array `writable_array` returned (numpy or torch)."""
+    return array.copy() if isinstance(array, np.ndarray) else array.clone()
+
+
+def is_gpu_key(key: Key) -> bool:
+    return len(key) == 4
+
+
+def describe_key(key: Key) -> str:
+    """How an argument's key reads in an error: 'a CPU array', 'a tensor on cuda:1'."""
+    if is_gpu_key(key):
+        return f"{'a torch tensor' if key[3] else 'a GPU array'} on cuda:{key[2]}"
+    return "a CPU array"
+
+
+def launch_device(keys, names) -> tuple[int, bool] | None:
+    """Where a launch with these argument keys runs: None (CPU: the interpreter) or
+    (CUDA device index, whether torch tensors were passed, so torch's stream is used).
+
+    Raises ArgumentError naming the arguments when CPU and GPU arrays are mixed, or GPU arrays
+    live on different devices.
+    """
+    device = torch_seen = None
+    cpu_name = gpu_name = None
+    for key, name in zip(keys, names):
+        if len(key) == 4:
+            if device is None:
+                device, gpu_name = key[2], name
+            elif key[2] != device:
+                raise ArgumentError(
+                    f"arrays on different GPUs: {gpu_name!r} is on cuda:{device} but {name!r} is on "
+                    f"cuda:{key[2]}; move them to one device (x.to('cuda:{device}'))"
+                )
+            torch_seen = torch_seen or key[3]
+        elif cpu_name is None and isinstance(key[0], str) and key[0][:1] == "*":
+            cpu_name = name
+    if device is None:
+        return None
+    if cpu_name is not None:
+        raise ArgumentError(
+            f"argument {cpu_name!r} is a CPU array but {gpu_name!r} is on cuda:{device}: a launch runs "
+            f"either on the GPU or on the interpreter; move {cpu_name!r} to the GPU "
+            f"(torch: .cuda(), numpy: torch.from_numpy(a).cuda())"
+        )
+    return device, bool(torch_seen)
 
 
 def runtime_value(value):
@@ -211,6 +348,8 @@ def runtime_value(value):
 
 def normalize_grid(grid) -> tuple[int, int, int]:
     """A launch grid as three positive ints: `(n,)`, `(x, y)`, `(x, y, z)` or a bare int."""
+    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] >= 0:
+        return (grid[0], 1, 1)  # the common case, fast
     dims = (grid,) if not isinstance(grid, (tuple, list)) else tuple(grid)
     if not 1 <= len(dims) <= 3:
         raise ArgumentError(f"a grid has 1 to 3 dimensions, got {len(dims)}: {grid!r}")
@@ -225,4 +364,7 @@ def normalize_grid(grid) -> tuple[int, int, int]:
     return out + (1,) * (3 - len(out))
 
 
-__all__ = ["ArgumentError", "specialize", "runtime_value", "as_numpy", "normalize_grid", "flat_buffer", "CPU_ONLY"]
+__all__ = [
+    "ArgumentError", "specialize", "runtime_value", "as_numpy", "normalize_grid", "flat_buffer",
+    "launch_device", "is_gpu_key", "describe_key", "writable_array", "snapshot",
+]  # fmt: skip

@@ -13,7 +13,7 @@ import inspect
 import os
 import time
 
-from kernellab.runtime.args import as_numpy
+from kernellab.runtime.args import snapshot, writable_array
 from kernellab.runtime.jit import JITFunction, KernelInterface
 
 
@@ -90,7 +90,7 @@ class Autotuner(KernelInterface):
     def _tuning_key(self, named: dict) -> tuple:
         key = [named.get(name) for name in self.key]
         for value in named.values():
-            array = as_numpy(value)
+            array = writable_array(value)
             if array is not None:
                 key.append(str(array.dtype))
         return tuple(key)
@@ -117,8 +117,8 @@ class Autotuner(KernelInterface):
             )
         # Both kinds are put back after every timing run, so the launch that follows tuning
         # sees the caller's data, not the leftovers of the timing runs.
-        arrays = {n: as_numpy(named.get(n)) for n in self.restore_value + self.reset_to_zero}
-        saved = {n: a.copy() for n, a in arrays.items() if a is not None}
+        arrays = {n: writable_array(named.get(n)) for n in self.restore_value + self.reset_to_zero}
+        saved = {n: snapshot(a) for n, a in arrays.items() if a is not None}
 
         def launch():
             for name in self.reset_to_zero:

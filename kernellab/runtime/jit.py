@@ -1,9 +1,15 @@
 """`@kl.jit`: a kernel you can launch with `kernel[grid](*args)`.
 
 A launch binds the arguments to the parameters, reduces them to a specialization key (argument
-types, 16-divisibility, equality to 1, constexpr values, options), and looks the key up in an
-in-memory cache of compiled kernels; only a miss compiles. The binder is built once per
-function from its signature.
+types, 16-divisibility, equality to 1, constexpr values, options, and for GPU arrays their
+device), and looks the key up in an in-memory cache of compiled kernels; only a miss compiles
+(through the disk cache for GPU targets). The binder is built once per function from its
+signature.
+
+Where a launch runs follows from its arrays: CPU arrays (numpy, torch CPU tensors) run on the
+interpreter; torch CUDA tensors and `__cuda_array_interface__` objects compile for the GPU they
+live on and launch there (on torch's current stream when torch tensors are passed). Mixing the
+two is an error that names the arguments.
 """
 
 from __future__ import annotations
@@ -13,9 +19,16 @@ from dataclasses import dataclass
 
 from kernellab.compiler import OPTION_NAMES, CompiledKernel, compile
 from kernellab.language import core as tl
-from kernellab.runtime.args import ArgumentError, normalize_grid, specialize
+from kernellab.runtime.args import (
+    _HANDLERS,
+    ArgumentError,
+    launch_device,
+    normalize_grid,
+    specialize,
+)
 
 _MISSING = inspect.Parameter.empty
+_SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
 
 
 class KernelInterface:
@@ -67,8 +80,39 @@ class Binder:
         n = len(self.names)
         if len(args) > n:
             raise TypeError(f"{self._usage()} takes {n} arguments but {len(args)} were given")
-        values = list(args) + [_MISSING] * (n - len(args))
+        values = list(args)
+        if len(values) < n:
+            values += [_MISSING] * (n - len(values))
         options = {}
+        if kwargs:
+            self._bind_keywords(values, kwargs, options)
+        key, runtime = [], []
+        handlers = _HANDLERS
+        for i, const in enumerate(self.is_constexpr):
+            value = values[i]
+            if value is _MISSING:
+                value = values[i] = self._default(i)
+            if const:
+                if isinstance(value, tl.constexpr):
+                    value = values[i] = value.value
+                key.append(self._constexpr_key(i, value))
+                continue
+            handler = handlers.get(type(value))
+            try:
+                if handler is None:
+                    k, r = specialize(value, self.specialize[i], self.align[i])
+                else:
+                    k, r = handler(value, self.specialize[i], self.align[i])
+            except ArgumentError as e:
+                raise ArgumentError(f"{self.fn_name}: parameter {self.names[i]!r}: {e}") from None
+            key.append(k)
+            if k[0] != "constexpr":
+                runtime.append(r)
+        if options:
+            key.append(tuple(sorted(options.items())))
+        return Bound(tuple(key), runtime, values, options)
+
+    def _bind_keywords(self, values: list, kwargs: dict, options: dict) -> None:
         for name, value in kwargs.items():
             if name in OPTION_NAMES:  # a parameter named like an option sets both, as in Triton
                 options[name] = value
@@ -83,25 +127,6 @@ class Binder:
             if values[i] is not _MISSING:
                 raise TypeError(f"{self._usage()} got two values for {name!r}")
             values[i] = value
-        key, runtime = [], []
-        for i, value in enumerate(values):
-            if value is _MISSING:
-                value = values[i] = self._default(i)
-            if self.is_constexpr[i]:
-                if isinstance(value, tl.constexpr):
-                    value = values[i] = value.value
-                key.append(self._constexpr_key(i, value))
-                continue
-            try:
-                k, r = specialize(value, self.specialize[i], self.align[i])
-            except ArgumentError as e:
-                raise ArgumentError(f"{self.fn_name}: parameter {self.names[i]!r}: {e}") from None
-            key.append(k)
-            if k[0] != "constexpr":
-                runtime.append(r)
-        if options:
-            key.append(tuple(sorted(options.items())))
-        return Bound(tuple(key), runtime, values, options)
 
     def _default(self, i: int):
         default = self.defaults[i]
@@ -114,6 +139,8 @@ class Binder:
         return default.value if isinstance(default, tl.constexpr) else default
 
     def _constexpr_key(self, i: int, value) -> tuple:
+        if type(value) in _SIMPLE_CONSTEXPR:
+            return (type(value), value)
         try:
             hash(value)
         except TypeError:
@@ -157,6 +184,7 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         self.binder = Binder(self, do_not_specialize, do_not_specialize_on_alignment)
         self.debug = debug
         self.cache: dict[tuple, CompiledKernel] = {}
+        self.where: dict[tuple, tuple[int, bool] | None] = {}  # key → (GPU index, torch stream?)
 
     def run(self, *args, grid=None, warmup: bool = False, **kwargs) -> CompiledKernel:
         """Bind, look up (or compile) the specialization, and launch it on `grid` unless `warmup`."""
@@ -170,7 +198,7 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
         if callable(grid):
             grid = grid(self.binder.meta(bound))
-        kernel.launch(bound.args, normalize_grid(grid))
+        kernel.launch(bound.args, normalize_grid(grid), None, self.where.get(bound.key))
         return kernel
 
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
@@ -178,11 +206,21 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
     def _compile(self, bound: Bound) -> CompiledKernel:
+        names = self.binder.names
+        where = launch_device(bound.key[: len(names)], names)  # raises on mixed devices
         signature, constexprs, attrs = self.binder.compile_args(bound)
         options = dict(bound.options)
         if self.debug is not None:
             options.setdefault("debug", self.debug)
-        kernel = compile(self, signature=signature, constexprs=constexprs, attrs=attrs or None, **options)
+        target = None
+        if where is not None:
+            from kernellab.backends.nvidia.driver import device_info
+
+            target = device_info(where[0]).arch
+        kernel = compile(
+            self, signature=signature, constexprs=constexprs, attrs=attrs or None, target=target, **options
+        )
+        self.where[bound.key] = where
         self.cache[bound.key] = kernel
         return kernel
 

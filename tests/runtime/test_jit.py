@@ -139,12 +139,29 @@ def test_bad_arguments_name_the_parameter(args, kwargs, message):
     assert message in str(info.value)
 
 
-def test_gpu_arrays_are_refused_with_a_clear_message():
-    class GpuArray:
-        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3}
+class GpuArray:
+    """Stands in for a CUDA array: only `__cuda_array_interface__` (nothing is launched)."""
 
-    with pytest.raises(ArgumentError, match="runs kernels on the interpreter; pass CPU arrays"):
-        bind(GpuArray(), 3, 1.0, True, BLOCK=4)
+    def __init__(self, address, typestr="<f4", n=4):
+        self.__cuda_array_interface__ = {
+            "shape": (n,), "typestr": typestr, "data": (address, False), "version": 3,
+        }  # fmt: skip
+
+
+def test_gpu_arrays_bind_to_a_device_key_and_their_address():
+    b = bind(GpuArray(0x7F0000001000), 3, 1.0, True, BLOCK=4)
+    assert b.key[0] == ("*fp32", True, 0, False)  # type, 16-aligned, device 0, not torch
+    assert b.args[0] == 0x7F0000001000
+    b = bind(GpuArray(0x7F0000001004, "<i2"), 3, 1.0, True, BLOCK=4)
+    assert b.key[0] == ("*i16", False, 0, False)
+
+
+def test_mixing_cpu_and_gpu_arrays_names_both_arguments():
+    with pytest.raises(ArgumentError) as info:
+        add_kernel[(1,)](GpuArray(0x7F0000001000), aligned(4), GpuArray(0x7F0000002000), 4, BLOCK=4)
+    message = str(info.value)
+    assert "'y_ptr' is a CPU array but 'x_ptr' is on cuda:0" in message
+    assert "move 'y_ptr' to the GPU" in message
 
 
 def test_array_interface_objects_are_accepted():

@@ -1,0 +1,328 @@
+"""The GPU launcher: one per compiled kernel, argument packing precomputed, one driver call per launch.
+
+Built once from the kernel's parameter list (PTX `.param` types + the signature): a ctypes buffer
+holds every argument at its offset, an array of pointers into it is the `kernelParams` of
+cuLaunchKernel, and one `struct.pack_into` fills the buffer per launch. The module is loaded
+(and its shared-memory limit raised when it needs more than 48 KB) the first time the kernel runs
+on a device. The warm path is: pack, look up the function and the stream, cuLaunchKernel.
+
+Launches go on torch's current stream when torch tensors were passed, else on the default stream.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+import threading
+
+from kernellab.backends.nvidia import driver
+from kernellab.runtime.args import ArgumentError
+
+# signature type → struct format of a scalar kernel parameter
+_SIG_FORMAT = {
+    "i1": "B", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
+    "i64": "q", "u64": "Q", "fp16": "e", "bf16": "H", "fp32": "f", "fp64": "d",
+    "fp8e4nv": "B", "fp8e5": "B",
+}  # fmt: skip
+# PTX parameter type → struct format when the signature doesn't say (IR resumed from text)
+_PTX_FORMAT = {
+    "u8": "B", "s8": "b", "b8": "B", "u16": "H", "s16": "h", "b16": "H", "f16": "e",
+    "u32": "I", "s32": "i", "b32": "I", "f32": "f", "u64": "Q", "s64": "q", "b64": "Q", "f64": "d",
+}  # fmt: skip
+
+
+class OutOfResources(RuntimeError):
+    """A kernel needs more of a per-block resource than the GPU has: `.resource`, `.required`,
+    `.limit` say which and how much; the message says what to reduce."""
+
+    def __init__(self, kernel: str, resource: str, required: int, limit: int, advice: str):
+        self.kernel, self.resource, self.required, self.limit = kernel, resource, required, limit
+        super().__init__(f"{kernel}: out of resources: {resource}: needs {required}, the GPU allows {limit}. {advice}")
+
+
+def _ptx_size(ptx_type: str) -> int:
+    if "[" in ptx_type:  # b8[16]: an aggregate passed by value
+        base, count = ptx_type.rstrip("]").split("[")
+        return int(base[1:]) // 8 * int(count)
+    return int("".join(c for c in ptx_type if c.isdigit())) // 8
+
+
+def _bf16_bits(value) -> int:
+    import ml_dtypes
+    import numpy as np
+
+    return int(np.asarray(value, dtype=ml_dtypes.bfloat16).view(np.uint16))
+
+
+def _fp8_bits(dtype_name: str):
+    def convert(value) -> int:
+        import ml_dtypes
+        import numpy as np
+
+        dtype = ml_dtypes.float8_e4m3fn if dtype_name == "fp8e4nv" else ml_dtypes.float8_e5m2
+        return int(np.asarray(value, dtype=dtype).view(np.uint8))
+
+    return convert
+
+
+def plan_parameters(params: list[str], signature: list[str]) -> tuple[str, list[int], int, list, list]:
+    """(struct format, offsets, total size, per-arg converters, trailing zero args) for a kernel
+    whose PTX parameters are `params` and whose user arguments have `signature` types.
+
+    Parameters beyond the signature (scratch pointers a lowering may add) are passed as 0.
+    """
+    if len(params) < len(signature):
+        raise ValueError(
+            f"the kernel's PTX has {len(params)} parameters but its signature has {len(signature)} "
+            f"arguments ({', '.join(signature)}); the compiled code doesn't match the signature"
+        )
+    fmt, offsets, converters, extras = "=", [], [], []
+    offset = 0
+    for i, ptx_type in enumerate(params):
+        size = _ptx_size(ptx_type)
+        if i < len(signature):
+            sig = signature[i]
+            if sig.startswith("*"):
+                code = "Q"
+            else:
+                code = _SIG_FORMAT.get(sig) or _PTX_FORMAT.get(ptx_type)
+            if code is None:
+                raise ValueError(f"can't pass a parameter of type {sig} / PTX .{ptx_type}")
+            if sig == "bf16":
+                converters.append((i, _bf16_bits))
+            elif sig in ("fp8e4nv", "fp8e5"):
+                converters.append((i, _fp8_bits(sig)))
+        else:
+            code = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size)
+            if code is None:
+                raise ValueError(f"can't fill the extra kernel parameter {i} of PTX type .{ptx_type}")
+            extras.append(0)
+        csize = struct.calcsize("=" + code)
+        if csize != size:
+            if i < len(signature) and not signature[i].startswith("*") and size in (1, 2, 4, 8):
+                # the lowering widened/narrowed a scalar (e.g. i1 as .u32): follow the PTX type
+                code = _PTX_FORMAT.get(ptx_type) or {1: "B", 2: "H", 4: "I", 8: "Q"}[size]
+            else:
+                raise ValueError(
+                    f"parameter {i}: the signature type {signature[i] if i < len(signature) else '?'} "
+                    f"has {csize} bytes but the PTX parameter .{ptx_type} has {size}"
+                )
+        align = min(size, 8) if size in (1, 2, 4, 8) else 8
+        pad = -offset % align
+        if pad:
+            fmt += f"{pad}x"
+            offset += pad
+        offsets.append(offset)
+        fmt += code
+        offset += size
+    return fmt, offsets, offset, converters, extras
+
+
+def _signature_list(metadata: dict) -> list[str]:
+    sig = metadata.get("signature") or ""
+    entries = [s.strip() for s in sig.split(",") if s.strip()] if isinstance(sig, str) else list(sig)
+    return entries
+
+
+class CudaLauncher:
+    """Launches one compiled kernel: `run(args, grid, trace=None, where=None)`.
+
+    `args` are the runtime values in kernel-argument order (device addresses as ints for
+    arrays, numbers for scalars); `where` is (device index, use torch's stream).
+    """
+
+    def __init__(self, artifact, arg_names=None):
+        md = artifact.metadata
+        self.name = artifact.name
+        self.cubin = artifact.cubin
+        self.metadata = md
+        if not self.cubin:
+            raise ValueError(f"{self.name}: no cubin to launch (compile through the cubin stage)")
+        params = md.get("params")
+        if params is None:
+            from kernellab.backends.nvidia.ptx import entry_points
+
+            params = entry_points(artifact.ptx).get(self.name, [])
+        signature = _signature_list(md)
+        known = all(t.startswith("*") or t in _SIG_FORMAT for t in signature)
+        if not signature or not known or len(signature) > len(params):
+            signature = [_PTX_SIG.get(p, p) for p in params]  # IR resumed from text: PTX types
+        self.signature = signature
+        fmt, offsets, total, converters, extras = plan_parameters(params, self.signature)
+        self.nargs = len(self.signature)
+        self.arg_names = list(arg_names) if arg_names else [f"argument {i + 1}" for i in range(self.nargs)]
+        self._struct = struct.Struct(fmt)
+        self._storage = ctypes.create_string_buffer(max(total, 1))
+        base = ctypes.addressof(self._storage)
+        self._pointers = (ctypes.c_void_p * max(len(params), 1))(*[base + o for o in offsets])
+        self._params_address = ctypes.addressof(self._pointers) if params else 0
+        self._converters = converters
+        self._extras = tuple(extras)
+        self.threads = int(md.get("threads_per_block") or md.get("num_warps", 4) * 32)
+        self.shared = int(md.get("shared", 0) or 0)
+        self.debug = bool(md.get("debug", False))
+        self._functions: dict[int, object] = {}
+        self._modules: dict[int, object] = {}
+        self._lock = threading.Lock()
+        self._launch = None
+        self._raw_stream = None
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def function(self, device: int = 0):
+        """The CUfunction on `device`, loading the module (and checking resources) the first time."""
+        fn = self._functions.get(device)
+        if fn is None:
+            fn = self._load(device)
+        return fn
+
+    def _load(self, device: int):
+        with self._lock:
+            if device in self._functions:
+                return self._functions[device]
+            info = driver.device_info(device)
+            target = self.metadata.get("target", "")
+            if isinstance(target, str) and target.startswith("sm_"):
+                want = int("".join(c for c in target[3:] if c.isdigit()))
+                have = info.capability[0] * 10 + info.capability[1]
+                if want // 10 != have // 10 or want > have:
+                    raise driver.CudaError(
+                        "load", 209, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                        f"{self.name} was compiled for {target} but cuda:{device} ({info.name}) is {info.arch}",
+                        "Compile with target='cuda' (what kernel[grid](...) does) to use the visible GPU's architecture",
+                    )
+            module = driver.load_module(self.cubin, device)
+            fn = driver.get_function(module, self.name)
+            self._check_resources(fn, info)
+            self._modules[device] = module
+            self._functions[device] = fn
+            if self._launch is None:
+                self._launch = driver._driver().cuLaunchKernel
+            return fn
+
+    def _check_resources(self, fn, info) -> None:
+        max_threads = driver.function_attribute(fn, "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK")
+        registers = driver.function_attribute(fn, "CU_FUNC_ATTRIBUTE_NUM_REGS")
+        if self.threads > max_threads:
+            raise OutOfResources(
+                self.name, "threads per block", self.threads, max_threads,
+                f"It uses {registers} registers per thread, so at most {max_threads} threads fit in "
+                f"a block ({info.registers_per_block} registers); use num_warps <= "
+                f"{max(1, max_threads // 32)} or smaller BLOCK sizes (fewer values live per thread), "
+                "or set maxnreg.",
+            )
+        static = driver.function_attribute(fn, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
+        limit = info.max_shared_per_block_optin
+
+        def too_much() -> OutOfResources:
+            return OutOfResources(
+                self.name, "shared memory (bytes per block)", self.shared + static, limit,
+                f"({self.shared} dynamic + {static} static.) Reduce the BLOCK sizes or num_stages "
+                "(each pipeline stage keeps its own tiles in shared memory).",
+            )
+
+        if self.shared > limit:
+            raise too_much()
+        if self.shared + static > info.max_shared_per_block:  # past 48 KB a kernel must opt in
+            try:
+                driver.set_function_attribute(fn, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", self.shared)
+            except driver.CudaError as e:
+                if e.name == "CUDA_ERROR_INVALID_VALUE":
+                    raise too_much() from None
+                raise
+
+    # -- launching ---------------------------------------------------------------------------
+
+    def _stream(self, device: int) -> int:
+        raw = self._raw_stream
+        if raw is None:
+            torch = sys.modules.get("torch")
+            if torch is None:
+                return 0
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            if raw is None:
+                def raw(d, _torch=torch):
+                    return _torch.cuda.current_stream(d).cuda_stream
+            self._raw_stream = raw
+        return raw(device)
+
+    def run(self, args, grid, trace=None, where=None):
+        if trace is not None:
+            raise ValueError("access tracing runs on the interpreter only; pass numpy arrays to trace")
+        if where is None:
+            device, use_torch = driver.current_device_index(), "torch" in sys.modules
+        else:
+            device, use_torch = where
+        fn = self._functions.get(device)
+        if fn is None:
+            fn = self._load(device)
+        driver.make_current(device)
+        gx, gy, gz = grid
+        if not (gx and gy and gz):
+            return None
+        stream = self._stream(device) if use_torch else 0
+        if self._converters:
+            args = list(args)
+            for i, convert in self._converters:
+                args[i] = convert(args[i])
+        if len(args) != self.nargs:
+            raise ArgumentError(f"{self.name} takes {self.nargs} arguments, got {len(args)}")
+        with self._lock:
+            try:
+                self._struct.pack_into(self._storage, 0, *args, *self._extras)
+            except struct.error:
+                raise self._argument_error(args) from None
+            (err,) = self._launch(
+                fn, gx, gy, gz, self.threads, 1, 1, self.shared, stream, self._params_address, 0
+            )
+        if err:
+            raise self._launch_error(err, grid, device)
+        if self.debug:
+            (err,) = driver._driver().cuStreamSynchronize(stream)
+            if err:
+                raise self._launch_error(err, grid, device, after=True)
+        return None
+
+    def _argument_error(self, args) -> ArgumentError:
+        for i, (value, sig) in enumerate(zip(args, self.signature)):
+            name = self.arg_names[i] if i < len(self.arg_names) else f"argument {i + 1}"
+            if sig.startswith("*") and not isinstance(value, int):
+                kind = type(value).__name__
+                return ArgumentError(
+                    f"{self.name}: {name!r} is a {kind} (CPU memory) but the kernel runs on the GPU: "
+                    "pass a CUDA tensor (torch: x.cuda()) or an object with __cuda_array_interface__"
+                )
+            code = _SIG_FORMAT.get(sig, "Q" if sig.startswith("*") else None)
+            if code:
+                try:
+                    struct.pack("=" + code, value)
+                except struct.error as e:
+                    return ArgumentError(f"{self.name}: {name!r} = {value!r} can't be passed as {sig}: {e}")
+        return ArgumentError(f"{self.name}: the arguments don't match the signature {', '.join(self.signature)}")
+
+    def _launch_error(self, err, grid, device, after: bool = False) -> Exception:
+        e = driver.error("cuLaunchKernel" if not after else f"{self.name} (synchronizing after launch)", err)
+        if e.name == "CUDA_ERROR_INVALID_VALUE":
+            info = driver.device_info(device)
+            reasons = [f"grid dimension {axis} = {n} exceeds {limit}"
+                       for axis, n, limit in zip("xyz", grid, info.max_grid) if n > limit]  # fmt: skip
+            if self.threads > info.max_threads_per_block:
+                reasons.append(f"{self.threads} threads per block exceed {info.max_threads_per_block}")
+            if reasons:
+                return driver.CudaError(
+                    f"cuLaunchKernel({self.name})", e.code, e.name, "; ".join(reasons),
+                    "Launch fewer programs per grid dimension (use the x dimension for large counts)",
+                )
+        e.args = (f"{self.name}: {e.args[0]}",)
+        return e
+
+
+_PTX_SIG = {
+    "u8": "u8", "s8": "i8", "b8": "u8", "u16": "u16", "s16": "i16", "b16": "u16", "f16": "fp16",
+    "u32": "u32", "s32": "i32", "b32": "u32", "f32": "fp32", "u64": "u64", "s64": "i64",
+    "b64": "u64", "f64": "fp64",
+}  # fmt: skip
+
+
+__all__ = ["CudaLauncher", "OutOfResources", "plan_parameters"]

@@ -1,0 +1,164 @@
+"""LLVM IR text → PTX text with llvmlite's NVPTX target (no GPU, no CUDA toolkit needed).
+
+The module is parsed, given the NVPTX triple and data layout, optimized with LLVM's O3 pipeline
+(new pass manager) and printed as PTX for the requested `sm_XX`. Debug locations in the IR come
+out as `.file`/`.loc` lines, which later map PTX and SASS back to the kernel's source.
+
+LLVM is initialized once per process, lazily, and the target machine per (arch, PTX version) is
+cached, so the first compile pays a few tens of milliseconds and later ones nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+TRIPLE = "nvptx64-nvidia-cuda"
+
+# PTX ISA version written into `.version`. 8.5 (CUDA 12.5) covers every instruction sm_80/sm_90/
+# sm_90a kernels use here and is accepted by nvJitLink 12.5+ and 13.x and by drivers ≥ 555.
+# LLVM 22 (llvmlite 0.50) can emit up to 9.0; nvJitLink 13.0 accepts up to 9.0 as well.
+PTX_VERSION = (8, 5)
+
+
+_lock = threading.Lock()  # LLVM's global context is not thread-safe
+_llvm = None
+_machines: dict[tuple, object] = {}
+
+
+class PTXGenerationError(RuntimeError):
+    """LLVM rejected the IR (parse/verify error) or could not emit PTX for it."""
+
+
+def _binding():
+    """llvmlite.binding with the NVPTX target registered (once per process)."""
+    global _llvm
+    if _llvm is None:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _llvm = llvm
+    return _llvm
+
+
+def parse_arch(target: str) -> tuple[int, str]:
+    """'sm_90' → (90, 'sm_90'); 'sm_90a' → (90, 'sm_90a'). Raises ValueError for anything else."""
+    t = str(target)
+    digits = t[3:-1] if t.endswith("a") else t[3:]
+    if not (t.startswith("sm_") and len(digits) == 2 and digits.isdigit() and digits.isascii()):
+        raise ValueError(f"unknown NVIDIA target {target!r}; use 'sm_80', 'sm_90' or 'sm_90a'")
+    return int(digits), t
+
+
+def ptx_version() -> tuple[int, int]:
+    """PTX_VERSION, or 7.8 (enough for sm_90) when llvmlite's LLVM predates PTX 8.5 (LLVM < 19)."""
+    return PTX_VERSION if _binding().llvm_version_info[0] >= 19 else (7, 8)
+
+
+def target_machine(arch: str, version: tuple[int, int] | None = None):
+    """The (cached) llvmlite TargetMachine for `arch` ('sm_90') emitting PTX ISA `version`."""
+    major, minor = version or ptx_version()
+    key = (arch, major, minor)
+    tm = _machines.get(key)
+    if tm is None:
+        llvm = _binding()
+        target = llvm.Target.from_triple(TRIPLE)
+        tm = target.create_target_machine(cpu=arch, features=f"+ptx{major}{minor}", opt=3)
+        _machines[key] = tm
+    return tm
+
+
+def _options_arch(options) -> str:
+    target = getattr(options, "target", None) or "sm_90"
+    return parse_arch(target)[1]
+
+
+def optimize(module, tm, speed_level: int = 3) -> None:
+    """Run LLVM's standard O<speed_level> module pipeline on `module` in place."""
+    llvm = _binding()
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+
+
+def _error_context(text: str, message: str, around: int = 2) -> str:
+    """The IR lines LLVM's message points at (`<string>:LINE:COL: error`), with a marker."""
+    m = re.search(r":(\d+):(\d+):", message)
+    if not m:
+        return ""
+    line = int(m.group(1))
+    lines = text.splitlines()
+    lo, hi = max(1, line - around), min(len(lines), line + around)
+    return "\n".join(
+        f"{'>' if n == line else ' '} {n:5d} | {lines[n - 1]}" for n in range(lo, hi + 1)
+    )
+
+
+def make_ptx(llir: str, options=None) -> str:
+    """PTX text for the LLVM IR `llir`, optimized at O3, for `options.target` (default sm_90).
+
+    The IR's triple and data layout are replaced by NVPTX's. LLVM errors become
+    PTXGenerationError with the offending IR lines.
+    """
+    arch = _options_arch(options)
+    with _lock:
+        llvm = _binding()
+        tm = target_machine(arch)
+        try:
+            module = llvm.parse_assembly(llir)
+            module.triple = TRIPLE
+            module.data_layout = str(tm.target_data)
+            module.verify()
+        except RuntimeError as e:
+            context = _error_context(llir, str(e))
+            raise PTXGenerationError(
+                f"LLVM rejected the kernel's LLVM IR: {str(e).strip()}"
+                + (f"\n{context}" if context else "")
+            ) from None
+        optimize(module, tm)
+        try:
+            ptx = tm.emit_assembly(module)
+        except RuntimeError as e:
+            raise PTXGenerationError(f"LLVM could not emit PTX for {arch}: {e}") from None
+    # With debug info LLVM writes `.target sm_90, debug`, which makes ptxas compile without
+    # optimization (like -G). Line tables (.loc) are all we want: drop the flag.
+    return re.sub(r"^(\.target\s+[\w]+)\s*,\s*debug\b", r"\1", ptx, count=1, flags=re.M)
+
+
+_ENTRY = r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)"
+_PARAM = r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)(?:\s+\.ptr(?:\s+\.\w+)*(?:\s+\.align\s+\d+)?)?\s+([\w$]+)(\[\d+\])?"
+
+
+def entry_points(ptx: str) -> dict[str, list[str]]:
+    """{kernel name: [PTX type of each parameter, e.g. 'u64', 'u32', 'f32', 'b8[16]']}."""
+    out = {}
+    for m in re.finditer(_ENTRY, ptx, re.S):
+        params = []
+        for p in re.finditer(_PARAM, m.group(2)):
+            params.append(p.group(1) + (p.group(3) or ""))
+        out[m.group(1)] = params
+    return out
+
+
+def max_threads_directive(ptx: str, name: str) -> int | None:
+    """Threads per block fixed by `.maxntid`/`.reqntid` on entry `name` (None if absent)."""
+    m = re.search(
+        r"\.entry\s+" + re.escape(name) + r"\s*\([^)]*\)\s*((?:\.\w+[^{]*?)*)\{", ptx, re.S
+    )
+    if not m:
+        return None
+    d = re.search(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", m.group(1))
+    if not d:
+        return None
+    n = 1
+    for g in d.groups():
+        if g:
+            n *= int(g)
+    return n
+
+
+__all__ = [
+    "make_ptx", "PTXGenerationError", "PTX_VERSION", "ptx_version", "TRIPLE", "target_machine", "parse_arch",
+    "entry_points", "max_threads_directive", "optimize",
+]  # fmt: skip

@@ -1,0 +1,222 @@
+"""Launches on a real NVIDIA GPU (run with `-m gpu`; skipped without a GPU or torch).
+
+Hand-written LLVM IR kernels go through PTX and cubin and run on torch tensors, so these tests
+check the driver layer and the launcher independently of the TTGIR lowering; the last ones
+launch @kl.jit kernels end to end when the lowering is available.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from llvm_samples import SCALE_BIAS, SHARED_64K, VECTOR_ADD
+
+import kernellab as kl
+from kernellab.backends.nvidia import driver
+from kernellab.runtime.args import ArgumentError
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not driver.available(), reason="no NVIDIA GPU/driver visible"),
+]
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    return torch
+
+
+def randn(torch, rng, n, dtype=np.float32):
+    return torch.from_numpy(rng.standard_normal(n).astype(dtype)).cuda()
+
+
+def test_the_visible_gpu_is_described():
+    info = driver.device_info(0)
+    assert info.sm_count > 0 and info.capability[0] >= 7
+    assert info.max_shared_per_block_optin >= info.max_shared_per_block == 48 * 1024
+    assert kl.compile(VECTOR_ADD, target="cuda").metadata.target == info.arch
+
+
+def test_llvm_ir_vector_add_runs_on_torch_tensors(torch):
+    rng = np.random.default_rng()
+    ck = kl.compile(VECTOR_ADD, target="cuda", num_warps=4)
+    for n in (1, 1000, 1 << 20):
+        x, y = randn(torch, rng, n), randn(torch, rng, n)
+        out = torch.full((n,), float("nan"), device="cuda")
+        ck[(kl.cdiv(n, 128),)](x, y, out, n)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x + y)
+
+
+def test_scalars_of_every_width_reach_the_kernel(torch):
+    rng = np.random.default_rng()
+    ck = kl.compile(SCALE_BIAS, target="cuda", num_warps=2)
+    n = 3000
+    x = randn(torch, rng, n)
+    out = torch.full((n,), float("nan"), device="cuda")
+    scale, bias, flag = float(rng.uniform(0.5, 2)), float(rng.uniform(-3, 3)), 3
+    ck[(kl.cdiv(n, 64),)](x, flag, scale, out, n, bias)
+    torch.cuda.synchronize()
+    expected = x.cpu().numpy() * np.float32(scale) + np.float32(bias) * np.float32(flag)
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_launches_go_on_torchs_current_stream(torch, monkeypatch):
+    rng = np.random.default_rng()
+    ck = kl.compile(VECTOR_ADD, target="cuda")
+    n = 1 << 16
+    x, y = randn(torch, rng, n), randn(torch, rng, n)
+    out = torch.full((n,), float("nan"), device="cuda")
+    ck[(kl.cdiv(n, 128),)](x, y, out, n)  # loads the module
+    launcher = ck._launcher
+    seen = []
+    real = launcher._launch
+
+    def spy(*args):
+        seen.append(args[8])
+        return real(*args)
+
+    monkeypatch.setattr(launcher, "_launch", spy)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        y2 = y * 2  # queued on `stream`: the kernel must run after it
+        ck[(kl.cdiv(n, 128),)](x, y2, out, n)
+    stream.synchronize()
+    assert seen == [stream.cuda_stream]
+    assert torch.equal(out, x + y * 2)
+    ck[(kl.cdiv(n, 128),)](x, y, out, n)
+    assert seen[-1] == torch.cuda.current_stream().cuda_stream
+
+
+def test_cuda_array_interface_and_dlpack_objects_are_accepted(torch):
+    rng = np.random.default_rng()
+    ck = kl.compile(VECTOR_ADD, target="cuda")
+    n = 4096
+    x, y = randn(torch, rng, n), randn(torch, rng, n)
+    out = torch.full((n,), float("nan"), device="cuda")
+
+    class CAI:
+        def __init__(self, t):
+            self.t = t
+
+        @property
+        def __cuda_array_interface__(self):
+            return self.t.__cuda_array_interface__
+
+    class DLPack:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, **kwargs):
+            return self.t.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    torch.cuda.synchronize()
+    ck[(kl.cdiv(n, 128),)](CAI(x), DLPack(y), CAI(out), n)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x + y)
+
+
+def test_a_cpu_tensor_in_a_gpu_launch_is_named(torch):
+    ck = kl.compile(VECTOR_ADD, target="cuda")
+    x = torch.ones(16, device="cuda")
+    with pytest.raises(ArgumentError) as info:
+        ck[(1,)](x, torch.ones(16), x, 16)
+    assert "'arg1' is a CPU array but 'arg0' is on cuda:0" in str(info.value)
+
+
+def test_shared_memory_past_48kb_is_opted_into(torch):
+    ck = kl.compile(SHARED_64K, target="cuda", num_warps=4)
+    assert ck.metadata.shared == 65536
+    out = torch.full((128,), float("nan"), device="cuda")
+    ck[(1,)](out)
+    torch.cuda.synchronize()
+    expected = (np.arange(128) + 1) % 128
+    np.testing.assert_array_equal(out.cpu().numpy(), expected.astype(np.float32))
+
+
+def test_too_much_shared_memory_is_refused_before_launch(torch):
+    from kernellab.backends.nvidia.launcher import OutOfResources
+
+    limit = driver.device_info(0).max_shared_per_block_optin
+    ck = kl.compile(SHARED_64K.replace("kernellab.shared = 65536", f"kernellab.shared = {limit + 4096}"), target="cuda")
+    with pytest.raises(OutOfResources, match="Reduce the BLOCK sizes or num_stages"):
+        ck[(1,)](torch.empty(128, device="cuda"))
+
+
+def test_an_illegal_address_says_the_context_is_lost():
+    # in a child process: the error poisons the CUDA context for good
+    code = textwrap.dedent(f'''
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import torch
+        import kernellab as kl
+        from kernellab.backends.nvidia import driver
+        from llvm_samples import WILD_STORE
+        ck = kl.compile(WILD_STORE, target="cuda")
+        out = torch.empty(4, device="cuda")
+        try:
+            ck[(1,)](out)
+            driver.synchronize()
+        except driver.CudaError as e:
+            print("ERROR:", e)
+            print("STICKY:", e.sticky)
+    ''')
+    env = {**os.environ, "PYTHONPATH": REPO}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert "ERROR:" in run.stdout, run.stdout + run.stderr
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in run.stdout
+    assert "context is now unusable" in run.stdout and "restart" in run.stdout
+    assert "STICKY: True" in run.stdout
+
+
+def _lowering_available() -> bool:
+    try:
+        from kernellab.backends.nvidia.lowering import make_llir  # noqa: F401
+        from kernellab.passes.ttgir.pipeline import make_ttgir  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_lowering = pytest.mark.skipif(not _lowering_available(), reason="the TTGIR lowering isn't available")
+
+
+@kl.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: kl.language.constexpr):
+    tl = kl.language
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@needs_lowering
+def test_jit_kernel_on_cuda_tensors_compiles_once_and_is_right(torch):
+    rng = np.random.default_rng()
+    add_kernel.cache.clear()
+    for n in (100, 98432):
+        x, y = randn(torch, rng, n), randn(torch, rng, n)
+        out = torch.full((n,), float("nan"), device="cuda")
+        add_kernel[lambda meta, n=n: (kl.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x + y)
+    kernels = list(add_kernel.cache.values())
+    assert all(k.metadata.target == driver.device_info(0).arch for k in kernels)
+    assert len(kernels) <= 2  # n = 100 vs 98432 differ only in divisibility by 16
+
+
+@needs_lowering
+def test_jit_mixing_cpu_and_cuda_tensors_is_an_error(torch):
+    x = torch.ones(64, device="cuda")
+    with pytest.raises(ArgumentError, match="'y_ptr' is a CPU array but 'x_ptr' is on cuda:0"):
+        add_kernel[(1,)](x, torch.ones(64), x, 64, BLOCK=64)

@@ -1,0 +1,201 @@
+"""LLVM IR → PTX (llvmlite) → cubin (nvJitLink) → SASS (nvdisasm), all without a GPU."""
+
+import re
+
+import pytest
+from llvm_samples import SCALE_BIAS, VECTOR_ADD, WITH_LOCATIONS
+
+import kernellab as kl
+from kernellab.backends.nvidia import cubin as cubin_mod
+from kernellab.backends.nvidia.backend import NvidiaOptions, resolve_target
+from kernellab.backends.nvidia.cubin import PTXAssemblyError, make_cubin, parse_resources
+from kernellab.backends.nvidia.ptx import PTXGenerationError, entry_points, make_ptx
+from kernellab.backends.nvidia.sass import find_nvdisasm, make_sass
+
+ARCHS = ["sm_80", "sm_90"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_llvm_ir_becomes_ptx_for_the_target(arch):
+    ptx = make_ptx(VECTOR_ADD, NvidiaOptions(target=arch))
+    assert re.search(rf"^\.target {arch}$", ptx, re.M)
+    assert re.search(r"^\.version 8\.5$", ptx, re.M)
+    assert ".visible .entry add_kernel(" in ptx
+    assert entry_points(ptx) == {"add_kernel": ["u64", "u64", "u64", "u32"]}
+    # O3 ran: the bounds check became one predicated branch and the add a single f32 add
+    assert len(re.findall(r"\badd\.rn\.f32\b", ptx)) == 1
+    assert "ld.global" in ptx and "st.global" in ptx
+
+
+def test_debug_locations_become_loc_lines_and_ptxas_still_optimizes():
+    ptx = make_ptx(WITH_LOCATIONS, NvidiaOptions())
+    assert '.file\t1 "/tmp/kernel.py"' in ptx
+    assert {m for m in re.findall(r"\.loc\t1 (\d+) \d+", ptx)} >= {"11", "12"}
+    assert re.search(r"^\.target sm_90$", ptx, re.M), "the ', debug' flag must be dropped"
+
+
+def test_bad_llvm_ir_names_the_line():
+    broken = VECTOR_ADD.replace("%s = fadd float %vx, %vy", "%s = fadd float %vx, %undefined_value")
+    with pytest.raises(PTXGenerationError) as info:
+        make_ptx(broken, NvidiaOptions())
+    assert "undefined_value" in str(info.value)
+    assert "> " in str(info.value)  # the offending IR line is shown with a marker
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_ptx_assembles_to_a_cubin_with_resources(arch):
+    options = NvidiaOptions(target=arch)
+    binary, res = make_cubin(make_ptx(VECTOR_ADD, options), options, name="add_kernel")
+    assert binary[:4] == b"\x7fELF"
+    assert 4 <= res["registers"] <= 64
+    assert res["spill_stores"] == res["spill_loads"] == 0
+    assert res["static_shared"] == 0 and res["stack_bytes"] == 0
+    assert res["max_threads"] == 1024
+    assert f"for '{arch}'" in res["log"]
+
+
+def test_resources_are_parsed_from_the_log():
+    log = (
+        "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+        "ptxas info    : Function properties for k\n"
+        "ptxas         .     40 bytes stack frame, 24 bytes spill stores, 16 bytes spill loads\n"
+        "ptxas info    : Used 168 registers, used 1 barriers, 8 bytes smem\n"
+        "info    : used 168 registers, used 1 barriers, 40 stack, 1024 bytes smem, 380 bytes cmem[0], 40 bytes lmem\n"
+    )
+    res = parse_resources(log, "k")
+    assert res["registers"] == 168 and res["barriers"] == 1
+    assert (res["spill_stores"], res["spill_loads"], res["stack_bytes"]) == (24, 16, 40)
+    assert res["static_shared"] == 1024 and res["local_bytes"] == 40
+    # 168 registers round to 5376 per warp: 12 warps fit in 64K registers
+    assert res["max_threads"] == 384
+
+
+BROKEN_PTX = """//
+.version 8.5
+.target sm_90
+.address_size 64
+
+.visible .entry broken(.param .u64 p)
+{
+  .reg .b32 %r<3>;
+  mov.u32 %r1, %tid.x;
+  add.bogus.s32 %r2, %r1, %r1;
+  ret;
+}
+"""
+
+
+def test_broken_ptx_raises_with_the_log_and_the_line():
+    with pytest.raises(PTXAssemblyError) as info:
+        make_cubin(BROKEN_PTX, NvidiaOptions())
+    error = info.value
+    assert error.line == 10
+    assert "bogus" in error.log
+    message = str(error)
+    assert "at PTX line 10" in message
+    assert ">    10 |   add.bogus.s32 %r2, %r1, %r1;" in message
+
+
+def test_maxnreg_caps_registers():
+    options = NvidiaOptions(maxnreg=16)
+    _, res = make_cubin(make_ptx(SCALE_BIAS, options), options)
+    assert 0 < res["registers"] <= 16
+
+
+@pytest.mark.skipif(find_nvdisasm() is None, reason="nvdisasm is not installed")
+def test_sass_comes_from_nvdisasm():
+    options = NvidiaOptions()
+    binary, _ = make_cubin(make_ptx(VECTOR_ADD, options), options)
+    sass = make_sass(binary)
+    assert "add_kernel" in sass
+    assert re.search(r"\bFADD\b", sass) and re.search(r"\bLDG\.E\b", sass) and re.search(r"\bSTG\.E\b", sass)
+
+
+def test_sass_is_none_without_nvdisasm(monkeypatch):
+    from kernellab.backends.nvidia import sass
+
+    monkeypatch.setattr(sass, "find_nvdisasm", lambda: None)
+    assert sass.make_sass(b"\x7fELF") is None
+    assert sass.sass_status().startswith("unavailable")
+
+
+def test_compile_from_llvm_ir_text_gives_every_later_stage():
+    ck = kl.compile(VECTOR_ADD, target="sm_90", num_warps=8)
+    assert list(ck.asm)[:3] == ["llir", "ptx", "cubin"] and "sass" in ck.asm
+    assert ck.asm["cubin"][:4] == b"\x7fELF"
+    md = ck.metadata
+    assert md.name == "add_kernel" and md.target == "sm_90" and md.num_warps == 8
+    assert md.params == ["u64", "u64", "u64", "u32"]
+    assert md.registers > 0 and md.spills == 0 and md.shared_total == 0
+    assert set(md.times) == {"ptx", "cubin"}
+    assert [p.name for p in ck.passes] == ["llvm-O3+nvptx", "ptxas"]
+    if find_nvdisasm() is not None:
+        assert "FADD" in ck.asm["sass"]
+    else:
+        assert ck.asm["sass"] is None and md.sass.startswith("unavailable")
+
+
+def test_compile_resumes_from_ptx_text():
+    ptx = make_ptx(SCALE_BIAS, NvidiaOptions(target="sm_80"))
+    ck = kl.compile(ptx, target="sm_80")
+    assert list(ck.asm)[:2] == ["ptx", "cubin"]
+    assert ck.metadata.params == ["u64", "u8", "f32", "u64", "u64", "f64"]
+    assert ck.arg_names == [f"arg{i}" for i in range(6)]
+
+
+def test_generic_cuda_target_means_sm90_without_a_gpu():
+    from kernellab.backends.nvidia import driver
+
+    if driver.available():
+        pytest.skip("a GPU is visible: 'cuda' means its architecture")
+    assert resolve_target("cuda") == "sm_90"
+    assert resolve_target("sm_80") == "sm_80"
+    with pytest.raises(ValueError, match="unknown NVIDIA target"):
+        resolve_target("sm_9x")
+
+
+def test_linker_falls_back_to_cuda_core_when_nvjitlink_is_missing(monkeypatch):
+    pytest.importorskip("cuda.core")
+    monkeypatch.setattr(cubin_mod, "_load_nvjitlink", lambda: None)
+    options = NvidiaOptions(target="sm_80")
+    binary, res = make_cubin(make_ptx(VECTOR_ADD, options), options)
+    assert binary[:4] == b"\x7fELF" and res["linker"] == "cuda.core" and res["registers"] > 0
+
+
+def _lowering_available() -> bool:
+    try:
+        from kernellab.backends.nvidia.lowering import make_llir  # noqa: F401
+        from kernellab.passes.ttgir.pipeline import make_ttgir  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@kl.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: kl.language.constexpr):
+    tl = kl.language
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@pytest.mark.skipif(not _lowering_available(), reason="the TTGIR lowering isn't available")
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_python_kernel_compiles_to_every_stage_without_a_gpu(arch, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    ck = kl.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 1024},
+                    target=arch, num_warps=4)  # fmt: skip
+    assert list(ck.asm)[:5] == ["ttir", "ttgir", "llir", "ptx", "cubin"]
+    assert "#ttg.blocked<{" in ck.asm["ttgir"]
+    assert re.search(rf"^\.target {arch}$", ck.asm["ptx"], re.M)
+    assert ck.asm["cubin"][:4] == b"\x7fELF"
+    md = ck.metadata
+    assert md.target == arch and md.threads_per_block == 128 and md.params == ["u64", "u64", "u64", "u32"]
+    assert md.registers > 0 and md.spills == 0 and md.cache_hit is False
+    assert {"frontend", "ttir", "ttgir", "llir", "ptx", "cubin"} <= set(md.times)
+    # PTX .loc lines point back at this file's kernel lines
+    lines = {int(n) for n in re.findall(r"\.loc\s+\d+ (\d+) \d+", ck.asm["ptx"])}
+    start = add_kernel.start_line
+    assert lines & set(range(start, start + 6))
+    again = kl.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 1024}, target=arch)
+    assert again.metadata.cache_hit is True and again.asm["cubin"] == ck.asm["cubin"]
