@@ -1,0 +1,247 @@
+"""The tutorial notebooks run top to bottom on a machine without a GPU (kernels on the interpreter).
+
+Each notebook in notebooks/ is executed with nbclient in a fresh `python3` kernel: this test's own
+interpreter, through a kernelspec written for the session, so the kernel sees the same packages.
+A cell that raises fails the test, except cells tagged `raises-exception` (06 shows errors on
+purpose), which must raise. A few outputs each notebook exists to show are checked too.
+
+These tests take about a minute in all; deselect them with `-m "not notebooks"`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+pytest.importorskip("ipywidgets")
+pytest.importorskip("matplotlib")
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK_DIR = ROOT / "notebooks"
+EXPECTED = [
+    "01-vector-add",
+    "02-fused-softmax",
+    "03-matmul-and-grouped-ordering",
+    "04-layouts-and-swizzling",
+    "05-inside-the-compiler",
+    "06-debugging",
+]
+MIME = "application/vnd.kernellab.compile+json"
+CELL_TIMEOUT = 180  # seconds; every cell takes a few at most on two cores
+
+
+def nvidia_available() -> bool:
+    from kernellab.lab.bundle import nvidia_available as available
+
+    return available()
+
+
+# -- the committed files ---------------------------------------------------------------------
+
+
+def test_the_six_notebooks_are_there():
+    assert sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb")) == EXPECTED
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_committed_without_outputs(name):
+    nb = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert "widgets" not in nb.metadata, "saved widget state: clear it before committing"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, (
+                f"{name}: a cell was committed with its outputs:\n{cell.source[:200]}"
+            )
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert "%load_ext kernellab" in first.source
+
+
+# -- executing them --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def kernel_env(tmp_path_factory):
+    """JUPYTER_PATH with a `python3` kernelspec running this interpreter, and the kernel's env."""
+    share = tmp_path_factory.mktemp("jupyter")
+    spec = share / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (kernellab tests)",
+        "language": "python",
+        "metadata": {"debugger": False},
+    }))  # fmt: skip
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["KERNELLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernellab-cache"))
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    return str(share), env
+
+
+def execute(name: str, kernel_env, monkeypatch):
+    from nbclient import NotebookClient
+
+    share, env = kernel_env
+    monkeypatch.setenv("JUPYTER_PATH", share)  # read when the kernel manager looks up "python3"
+    nb = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        allow_errors=False,  # cells tagged raises-exception may (and here must) raise
+        resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
+    )
+    client.execute(env=env)
+    return nb
+
+
+def text_of(nb) -> str:
+    """Everything the notebook printed or displayed as text, errors included."""
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "stream":
+                parts.append(out.text)
+            elif out.output_type == "error":
+                parts.append(f"{out.ename}: {out.evalue}")
+            else:
+                parts.append(out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def mimetypes_of(nb) -> set[str]:
+    return {m for c in nb.cells for o in c.get("outputs", []) for m in o.get("data", {})}
+
+
+def errors_of(nb) -> list[tuple[list[str], object]]:
+    return [
+        (cell.metadata.get("tags", []), out)
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if out.output_type == "error"
+    ]
+
+
+def check_common(name: str, nb) -> None:
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        tagged = "raises-exception" in cell.metadata.get("tags", [])
+        raised = any(o.output_type == "error" for o in cell.outputs)
+        assert raised == tagged, (
+            f"{name}: {'a cell meant to fail ran without error' if tagged else 'a cell failed'}:\n"
+            f"{cell.source[:300]}"
+        )
+        for out in cell.outputs:
+            if out.output_type == "stream" and out.name == "stderr":
+                assert "Traceback" not in out.text, f"{name}: a traceback on stderr:\n{out.text[-2000:]}"
+    # every picture a widget shows also comes as a static snapshot a saved notebook keeps
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                assert "text/html" in data, f"{name}: a widget without its HTML snapshot"
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("name", EXPECTED)
+def test_notebook_runs(name, kernel_env, monkeypatch):
+    nb = execute(name, kernel_env, monkeypatch)
+    check_common(name, nb)
+    text = text_of(nb)
+    CHECKS[name](nb, text)
+
+
+# -- what each notebook must show ------------------------------------------------------------
+
+
+def check_01(nb, text):
+    assert MIME in mimetypes_of(nb), "the %%kernel viewer bundle is missing"
+    assert "5 programs wrote all 5000 of 5000 elements" in text
+    assert re.search(r"ran add_kernel\[\(5,\)\] on the (interpreter|GPU)", text)  # %%kernel --grid
+    assert "bench on the" in text and "out_d == x + y" in text
+    assert "24 masked" in text  # the access view of n=1000 in blocks of 256
+    assert "4 sectors = 128 bytes: 100%" in text
+    assert "image/png" in mimetypes_of(nb)  # the pictures and the perf_report plot
+    if nvidia_available():
+        assert "sizePerThread = [4]" in text and "ld.global.v4.b32" in text
+
+
+def check_02(nb, text):
+    assert MIME in mimetypes_of(nb)
+    assert re.search(r"300 programs, each one row of 781 in a block of 1024: max error \d", text)
+    assert "OTHER = -inf" in text and "(right)" in text
+    assert "reads 5MN + 2M, writes 3MN + 2M" in text and "4.0x faster" in text
+    if nvidia_available():
+        assert re.search(r"^\s+4\s+32\s+\d+\s+\d+\s+16$", text, re.MULTILINE), "4 warps: 16 bytes shared"
+
+
+def check_03(nb, text):
+    assert MIME in mimetypes_of(nb)
+    assert "first 9 programs: row-major loads 90 blocks, grouped loads 54 blocks" in text
+    assert "row-major loads 90 distinct blocks" in text  # the explorer's caption
+    assert "programs computed a 200x168 result" in text
+    assert "[ 0  3  6  9 12 15 18 21 24]" in text  # the kernel's own grouped order
+    hit = re.findall(r"(row-major|grouped): L2 hit rate ([\d.]+)%", text)
+    rates = dict(hit)
+    assert float(rates["grouped"]) > float(rates["row-major"])
+
+
+def check_04(nb, text):
+    assert "unswizzled 8-way conflict (256 wavefronts), swizzled 1-way (32 wavefronts)" in text
+    assert "register 3 of lane 5 in warp 2 holds element (17, 11)" in text
+    assert "same layout      -> noop" in text and "-> shuffle" in text
+    assert re.search(r"row\s+access: 1-way", text) and re.search(r"column access: 1-way", text)
+    if nvidia_available():
+        assert "ttg.convert_layout" in text and "row_sum          -> shared" in text
+
+
+def check_05(nb, text):
+    for name in ("inline", "canonicalize", "cse", "licm", "dce"):
+        assert re.search(rf"^{name}\s+(True|False)", text, re.MULTILINE), f"pass {name} not listed"
+    assert "--- before licm" in text  # the diff of one pass
+    assert "image/svg+xml" in mimetypes_of(nb) or "`dot` program is not on PATH" in text
+    if nvidia_available():
+        assert "target sm_90" in text
+        for stage in ("ttgir", "llir", "ptx", "cubin"):
+            assert re.search(rf"^  {stage}\s+\d+ (lines|bytes)", text, re.MULTILINE), stage
+        assert "contiguity  1024, divisibility  16 bytes" in text and "ld.global.v4.b32" in text
+        m = re.search(r"sum of the buffers: (\d+) bytes; the kernel needs (\d+)", text)
+        assert m and int(m.group(2)) < int(m.group(1)), "liveness should let buffers share bytes"
+        assert "warps per SM" in text
+    else:
+        assert "sm_90 is not available in this build" in text
+
+
+def check_06(nb, text):
+    errors = {out.ename: out.evalue for _, out in errors_of(nb)}
+    assert set(errors) == {"OutOfBoundsError", "DeviceAssertionError", "CompilationError"}
+    oob = errors["OutOfBoundsError"]
+    assert "out-of-bounds load from argument 'x_ptr' in program (3, 0, 0)" in oob
+    assert re.search(r":4: out-of-bounds", oob), "the error names the line of the load"
+    assert "the input must be sorted" in errors["DeviceAssertionError"]
+    assert "program (2, 0, 0)" in errors["DeviceAssertionError"]
+    assert "cannot be broadcast" in errors["CompilationError"]
+    assert "pid (1, 0, 0) idx (1) x: 5.0" in text  # device_print
+    assert "448 of 1024 output elements were never written" in text
+    assert "row sums right? False" in text
+
+
+CHECKS = {
+    "01-vector-add": check_01,
+    "02-fused-softmax": check_02,
+    "03-matmul-and-grouped-ordering": check_03,
+    "04-layouts-and-swizzling": check_04,
+    "05-inside-the-compiler": check_05,
+    "06-debugging": check_06,
+}
