@@ -74,11 +74,17 @@ def dot_operand(op_idx: int, parent, k_width: int, shape: Sequence[int]) -> Line
         parent = parent.encoding
     if op_idx not in (0, 1):
         raise ValueError(f"op_idx must be 0 (A) or 1 (B), got {op_idx}")
-    if len(shape) != 2:
-        raise ValueError(f"dot operands are rank 2 here, got shape {list(shape)}")
     if isinstance(parent, NvidiaMma):
+        if len(shape) != 2:
+            raise ValueError(f"MMA dot operands are rank 2 here, got shape {list(shape)}")
         layout = _mma_operand(op_idx, parent, int(k_width), shape)
     elif isinstance(parent, Blocked):
+        # rank 2 (M x K / K x N) or rank 3 with a leading batch dim (B x M x K / B x K x N)
+        if len(shape) not in (2, 3) or len(parent.order) != len(shape):
+            raise ValueError(
+                f"an FMA dot operand needs rank 2 or 3 matching its blocked parent's rank "
+                f"{len(parent.order)}, got shape {list(shape)}"
+            )
         layout = _fma_operand(op_idx, parent, shape)
         k_width = 0
     else:

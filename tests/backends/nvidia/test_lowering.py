@@ -9,7 +9,15 @@ import re
 
 import numpy as np
 import pytest
-from test_lowering_cases import CASES, build, compile_case
+from test_lowering_cases import (
+    BY_NAME,
+    CASES,
+    build,
+    compare,
+    compile_case,
+    interpreter_reference,
+    xchg16_ttir,
+)
 
 import kernellab as kl
 import kernellab.language as tl
@@ -238,3 +246,124 @@ def test_scratch_of_consecutive_reductions_is_reused():
 
     ck = kl.compile(two, signature="*fp32,*fp32", constexprs={"N": 4096}, target="sm_90", num_warps=8)
     assert ck.metadata["shared"] == 32  # one 8-warp scratch, reused by all three
+
+
+# ------------------------------------------------------------- float atomics, batched dot
+
+
+@pytest.mark.parametrize("name", ["dot3d_f32", "dot3d_f16_w8", "dot3d_i8_w1", "float_atomics"])
+def test_numpy_references_of_the_new_cases_agree_with_the_interpreter(name):
+    # the GPU test compares against these references: check them here, where no GPU is needed
+    case = BY_NAME[name]
+    args, consts, grid = build(case, np.random.default_rng())
+    problems = compare(case, interpreter_reference(case, args, consts, grid), case.reference(args))
+    assert not problems, "\n".join(problems)
+
+
+def test_float_exchange_moves_the_bits_with_integer_atomics(compiled):
+    for target in TARGETS:
+        ptx = compiled["float_atomics", target].asm["ptx"]
+        for op in ("exch.b32", "exch.b64"):
+            hits = _ptx_lines(ptx, r"atom\.acq_rel\.gpu\.global\." + re.escape(op) + r"\b")
+            assert hits and all(h.startswith("@%p") for h in hits), (target, op)
+        assert "exch.f" not in ptx
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_16_bit_exchange_is_a_compare_and_swap_loop(elem, target):
+    ck = kl.compile(xchg16_ttir(elem), target=target)
+    ptx = ck.asm["ptx"]
+    assert isinstance(ck.asm["cubin"], bytes) and len(ck.asm["cubin"]) > 1000
+    assert "exch" not in ptx  # PTX has no 16-bit atom.exch
+    cas = _ptx_lines(ptx, r"atom\.acq_rel\.gpu\.global\.cas\.b16")
+    assert cas and len(cas) == len(_ptx_lines(ptx, r"@done bra LOOP_"))
+    assert ck.metadata["spills"] == 0
+
+
+def test_16_bit_exchange_ttir_runs_on_the_interpreter():
+    # the same TTIR text is the GPU test's kernel: its meaning, checked where it can be
+    import ml_dtypes
+
+    rng = np.random.default_rng()
+    for elem, dt in (("f16", np.float16), ("bf16", ml_dtypes.bfloat16)):
+        p = rng.standard_normal(256).astype(dt)
+        v = rng.standard_normal(256).astype(dt)
+        old = np.full(256, np.nan, dt)
+        want_p = np.concatenate([v[:250], p[250:]])
+        want_old = np.concatenate([p[:250], np.full(6, np.nan, dt)])
+        kl.compile(xchg16_ttir(elem)).run((1,), p, v, old)
+        np.testing.assert_array_equal(p.view(np.uint16), want_p.view(np.uint16))
+        np.testing.assert_array_equal(old.astype(np.float64), want_old.astype(np.float64))
+
+
+def test_float_max_min_atomics_that_bypass_the_frontend_are_rejected():
+    text = xchg16_ttir("f32").replace("tt.atomic_rmw exch", "tt.atomic_rmw max")
+    with pytest.raises(Exception, match="atomic max on f32 is not supported"):
+        kl.compile(text, target="sm_90")
+
+
+_RANK3_PARENTS = [
+    # (sizePerThread, threadsPerWarp, warpsPerCTA, order, (B, M, N), K)
+    ((1, 1, 1), (1, 1, 32), (1, 4, 1), (2, 1, 0), (2, 16, 32), 16),
+    ((1, 2, 1), (2, 2, 8), (2, 1, 2), (2, 1, 0), (4, 16, 16), 32),
+    ((2, 1, 2), (1, 4, 8), (4, 1, 1), (0, 2, 1), (8, 8, 16), 16),
+]
+
+
+@pytest.mark.parametrize("spt,tpw,wpc,order,shape,k", _RANK3_PARENTS)
+def test_rank3_fma_operands_hold_every_k_of_each_threads_batch_rows_and_columns(spt, tpw, wpc, order, shape, k):
+    from kernellab.layouts import blocked, dot_operand
+
+    bsz, m, n = shape
+    parent = blocked(spt, tpw, wpc, order, shape)
+    a = dot_operand(0, parent, 0, (bsz, m, k))
+    b = dot_operand(1, parent, 0, (bsz, k, n))
+    nwarps = 1
+    for w in wpc:
+        nwarps *= w
+    for warp in range(nwarps):
+        for lane in range(32):
+            owned = {tuple(c) for c in parent.coords_of_thread(lane, warp)}
+            a_has = {tuple(c) for c in a.coords_of_thread(lane, warp)}
+            b_has = {tuple(c) for c in b.coords_of_thread(lane, warp)}
+            need_a = {(bb, mm, kk) for bb, mm, _ in owned for kk in range(k)}
+            need_b = {(bb, kk, nn) for bb, _, nn in owned for kk in range(k)}
+            assert need_a <= a_has and need_b <= b_has, (lane, warp)
+
+
+@pytest.mark.parametrize("spt,tpw,wpc,order,shape,k", _RANK3_PARENTS)
+def test_rank3_fma_loop_reads_the_same_batch_element_as_it_accumulates(spt, tpw, wpc, order, shape, k):
+    # the lowering's FMA loop: accumulator register r, step kk reads A register r + (kk << nc)
+    # and B register r + (kk << nc); those must be a[b, m, kk] and b[b, kk, n] for c[b, m, n]
+    from kernellab.backends.nvidia.lowering.dot import operand_layouts
+    from kernellab.layouts import blocked
+
+    bsz, m, n = shape
+    c = Lay.from_linear(blocked(spt, tpw, wpc, order, shape), shape)
+    a_need, b_need = operand_layouts(c, (bsz, m, k), (bsz, k, n))
+    nc = len(c.reg)
+
+    def thread_part(lay, lane, warp):
+        f = 0
+        for i, base in enumerate(lay.lane):
+            f ^= base if lane >> i & 1 else 0
+        for i, base in enumerate(lay.warp):
+            f ^= base if warp >> i & 1 else 0
+        return f
+
+    for warp in range(1 << len(c.warp)):
+        for lane in range(32):
+            tc, ta, tb = (thread_part(x, lane, warp) for x in (c, a_need, b_need))
+            for r in range(c.nregs):
+                cb, cm, cn = c.coords(c.reg_flat[r] ^ tc)
+                for kk in range(k):
+                    assert a_need.coords(a_need.reg_flat[r + (kk << nc)] ^ ta) == (cb, cm, kk)
+                    assert b_need.coords(b_need.reg_flat[r + (kk << nc)] ^ tb) == (cb, kk, cn)
+
+
+def test_batched_dot_ptx_has_one_fma_per_accumulator_element_and_k(compiled):
+    ptx = compiled["dot3d_f32", "sm_90"].asm["ptx"]
+    bsz, m, n, k = 2, 16, 32, 16
+    fmas = len(_ptx_lines(ptx, r"fma\.rn\.f32"))
+    assert fmas == bsz * m * n * k // 128  # 4 warps, no duplicated accumulator elements

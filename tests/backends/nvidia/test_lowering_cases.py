@@ -334,6 +334,68 @@ def shapes_k(x_ptr, y_ptr, cat_ptr, perm_ptr, view_ptr, M: tl.constexpr, N: tl.c
     tl.store(view_ptr + tl.arange(0, M * N), tl.reshape(x * 3.0, (M * N,)))
 
 
+@kl.jit
+def dot3d_k(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+            OUT_INT: tl.constexpr):  # fmt: skip
+    # batched (rank-3) dot with an accumulator: c[b] = a[b] @ b[b] + 1
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rk_col = tl.arange(0, K)[None, None, :]
+    rk_row = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + rb * (M * K) + rm * K + rk_col)
+    b = tl.load(b_ptr + rb * (K * N) + rk_row * N + rn)
+    if OUT_INT:
+        acc = tl.full((B, M, N), 1, tl.int32)
+    else:
+        acc = tl.full((B, M, N), 1.0, tl.float32)
+    tl.store(c_ptr + rb * (M * N) + rm * N + rn, tl.dot(a, b, acc))
+
+
+@kl.jit
+def float_atomics_k(p32_ptr, v32_ptr, old32_ptr, p64_ptr, v64_ptr, old64_ptr, sum64_ptr, max64_ptr,
+                    min64_ptr, n, BLOCK: tl.constexpr):  # fmt: skip
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    # distinct addresses: the old values are the initial contents whatever the order
+    old32 = tl.atomic_xchg(p32_ptr + offs, tl.load(v32_ptr + offs, mask=m), mask=m)
+    tl.store(old32_ptr + offs, old32, mask=m)
+    v64 = tl.load(v64_ptr + offs, mask=m)
+    old64 = tl.atomic_xchg(p64_ptr + offs, v64, mask=m)
+    tl.store(old64_ptr + offs, old64, mask=m)
+    # colliding addresses, values of both signs: max/min go through integer atomics on the bits
+    tl.atomic_add(sum64_ptr + offs % 3, v64, mask=m)
+    tl.atomic_max(max64_ptr + offs % 4, v64, mask=m)
+    tl.atomic_min(min64_ptr + offs % 4, v64, mask=m)
+
+
+def xchg16_ttir(elem: str, block: int = 256, live: int = 250) -> str:
+    """A 16-bit float atomic exchange (the frontend only emits 32/64-bit ones; PTX has no 16-bit
+    atom.exch, so the lowering loops on a 16-bit CAS): p[i] <-> v[i] for i < live, the old
+    values stored to old[i]. Arguments (p, v, old), one program of `block` elements."""
+    p = f"!tt.ptr<{elem}>"
+    t = f"tensor<{block}x!tt.ptr<{elem}>>"
+    ti = f"tensor<{block}xi32>"
+    return f"""builtin.module {{
+  tt.func public @xchg16(%p: {p}, %v: {p}, %old: {p}) {{
+    %offs = tt.make_range {{end = {block} : i32, start = 0 : i32}} : {ti}
+    %ps = tt.splat %p : {p} -> {t}
+    %pp = tt.addptr %ps, %offs : {t}, {ti}
+    %vs = tt.splat %v : {p} -> {t}
+    %vp = tt.addptr %vs, %offs : {t}, {ti}
+    %val = tt.load %vp : {t}
+    %lim = arith.constant dense<{live}> : {ti}
+    %m = arith.cmpi slt, %offs, %lim : {ti}
+    %o = tt.atomic_rmw exch, acq_rel, gpu, %pp, %val, %m : {t}
+    %os = tt.splat %old : {p} -> {t}
+    %op = tt.addptr %os, %offs : {t}, {ti}
+    tt.store %op, %o, %m : {t}
+    tt.return
+  }}
+}}
+"""
+
+
 # -------------------------------------------------------------------------------- cases
 
 
@@ -589,6 +651,48 @@ def _shapes_ref(args):
     return {2: col, 3: perm, 4: (x * 3).reshape(-1)}
 
 
+def _dot3d(dtype, bsz, m, n, k, out_int=False):
+    def make(rng):
+        if np.dtype(dtype).kind == "i":
+            a = rng.integers(-8, 8, (bsz, m, k)).astype(dtype)
+            b = rng.integers(-8, 8, (bsz, k, n)).astype(dtype)
+        else:  # small multiples of 1/8: every product and sum exact, any order
+            a = rng.integers(-4, 5, (bsz, m, k)).astype(np.float32).astype(dtype) * np.asarray(0.5, dtype)
+            b = rng.integers(-4, 5, (bsz, k, n)).astype(np.float32).astype(dtype) * np.asarray(0.25, dtype)
+        out = _sentinel((bsz, m, n), np.int32) if out_int else _nan((bsz, m, n))
+        return [a, b, out], {"B": bsz, "M": m, "N": n, "K": k, "OUT_INT": out_int}, (1,)
+
+    return make
+
+
+def _dot3d_ref(args):
+    a, b = args[0].astype(np.float64), args[1].astype(np.float64)
+    want = a @ b + 1
+    return {2: want.astype(args[2].dtype) if args[2].dtype.kind == "i" else want}
+
+
+def _float_atomics(rng):
+    n = 3000
+    v32 = rng.standard_normal(n).astype(np.float32) * 100
+    v64 = rng.integers(-1000, 1000, n).astype(np.float64) * 0.5  # exact sums in any order
+    v64[v64 == 0] = 1.5
+    return ([rng.standard_normal(n).astype(np.float32), v32, _nan(n), rng.standard_normal(n), v64,
+             np.full(n, np.nan), np.zeros(3), np.full(4, -np.inf), np.full(4, np.inf), n],
+            {"BLOCK": 256}, (-(-n // 256),))  # fmt: skip
+
+
+def _float_atomics_ref(args):
+    p32, v32, _, p64, v64 = args[:5]
+    n = args[9]
+    idx = np.arange(n)
+    return {
+        0: v32, 2: p32, 3: v64, 5: p64,
+        6: np.array([v64[idx % 3 == j].sum() for j in range(3)]),
+        7: np.array([v64[idx % 4 == j].max() for j in range(4)]),
+        8: np.array([v64[idx % 4 == j].min() for j in range(4)]),
+    }  # fmt: skip
+
+
 CASES = [
     Case("vadd", vadd_k, _vadd, (2,)),
     Case("vadd_v4", vadd_k, _vadd_div, (2,), ptx=(r"ld\.global\.v4\.b32", r"st\.global\.v4\.b32"), no_ptx=(r"bar\.sync",)),
@@ -606,7 +710,15 @@ CASES = [
     Case("dot_f16", dot_k, _dot(np.float16, 64, 32, 32, 64), (2,)),
     Case("dot_bf16", dot_k, _dot(ml_dtypes.bfloat16, 32, 64, 16, 32), (2,)),
     Case("dot_i8", dot_k, _dot(np.int8, 32, 32, 32, 64, out_int=True), (2,)),
+    Case("dot3d_f32", dot3d_k, _dot3d(np.float32, 2, 16, 32, 16), (2,), reference=_dot3d_ref),
+    Case("dot3d_f16_w8", dot3d_k, _dot3d(np.float16, 4, 32, 16, 32), (2,), num_warps=8, reference=_dot3d_ref),
+    Case("dot3d_i8_w1", dot3d_k, _dot3d(np.int8, 2, 16, 16, 32, out_int=True), (2,), num_warps=1,
+         reference=_dot3d_ref),
     Case("atomics", atomics_k, _atomics, (1, 2, 3, 4, 5, 6, 7, 8)),
+    Case("float_atomics", float_atomics_k, _float_atomics, (0, 2, 3, 5, 6, 7, 8), reference=_float_atomics_ref,
+         ptx=(r"atom\.acq_rel\.gpu\.global\.exch\.b32", r"atom\.acq_rel\.gpu\.global\.exch\.b64",
+              r"atom\.acq_rel\.gpu\.global\.add\.f64", r"atom\.acq_rel\.gpu\.global\.max\.s64",
+              r"atom\.acq_rel\.gpu\.global\.min\.u64")),
     Case("cas_while", cas_k, _cas, (0, 1), num_warps=1),
     Case("layouts", layout_k, _layout, (1, 2, 3, 4), reference=_layout_ref),
     Case("control", control_k, _control, (1,)),

@@ -78,3 +78,21 @@ def test_large_vector_add_is_exact(torch):
     vadd_k[(-(-n // 1024),)](x, y, out, n, BLOCK=1024)
     torch.cuda.synchronize()
     assert torch.equal(out, x + y)
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+def test_16_bit_exchange_from_ttir(torch, elem):
+    # PTX has no 16-bit atom.exch: the lowering's CAS loop, compiled from TTIR text
+    from test_lowering_cases import xchg16_ttir
+
+    import kernellab as kl
+
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[elem]
+    p = torch.randn(256, device="cuda").to(dt)
+    v = torch.randn(256, device="cuda").to(dt)
+    old = torch.full((256,), float("nan"), device="cuda", dtype=dt)
+    p0 = p.clone()
+    kl.compile(xchg16_ttir(elem), target="cuda").run((1,), p, v, old)
+    torch.cuda.synchronize()
+    assert torch.equal(p[:250], v[:250]) and torch.equal(p[250:], p0[250:])
+    assert torch.equal(old[:250], p0[:250]) and torch.isnan(old[250:]).all()

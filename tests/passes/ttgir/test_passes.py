@@ -14,7 +14,7 @@ from kernellab.passes.ttgir import (
 from kernellab.passes.ttgir.encodings import blocked_for, default_blocked
 from tests.filecheck import check, check_not
 
-from .ttir import DOT, SOFTMAX_ROWS, parse, vector_add
+from .ttir import DOT, DOT_BATCHED, SOFTMAX_ROWS, parse, vector_add
 
 B1 = (
     "#ttg.blocked<{{sizePerThread = [{}], threadsPerWarp = [32], warpsPerCTA = [{}], order = [0]}}>"
@@ -261,3 +261,32 @@ def test_mma_operands_get_a_swizzled_layout():
         ttg.DotOperandEncodingAttr(0, mma, 2), [128, 32], [1, 0], 2
     )
     assert shared == ttg.SwizzledSharedEncodingAttr(8, 2, 4, [1, 0])
+
+
+def test_batched_dot_operands_are_rank_3_dot_ops_staged_in_shared_memory():
+    ir = run(DOT_BATCHED, coalesce, remove_layout_conversions, reduce_data_duplication)
+    check(ir, [
+        re.compile(r"#blocked\d? = #ttg\.blocked<\{sizePerThread = \[1, 1, 1\], threadsPerWarp = \[\d+, \d+, \d+\], "
+                   r"warpsPerCTA = \[\d+, \d+, \d+\], order = \[2, 1, 0\]\}>"),
+        "#shared = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [2, 1, 0]}>",
+        re.compile(r"ttg\.local_load %\d+ : !ttg\.memdesc<2x16x32xf32, #shared, #smem> -> "
+                   r"tensor<2x16x32xf32, #ttg\.dot_op<\{opIdx = 0, parent = #blocked\d?\}>>"),
+        re.compile(r"tensor<2x32x16xf32, #ttg\.dot_op<\{opIdx = 1, parent = #blocked\d?\}>>"),
+        re.compile(r"tt\.dot .* -> tensor<2x16x16xf32, #blocked\d?>"),
+    ])  # fmt: skip
+    check_not(ir, ["ttg.convert_layout %a", "ttg.convert_layout %b"])
+
+
+def test_batched_dot_operand_layouts_give_each_thread_all_of_k():
+    from kernellab.layouts import from_encoding
+
+    module = parse(DOT_BATCHED)
+    convert_to_ttgpuir.run(module, num_warps=4, target="sm_90")
+    dot = next(op for op in module.walk() if op.name == "tt.dot")
+    parent = from_encoding(dot.d.type.encoding, [2, 16, 16])
+    a = from_encoding(dot.a.type.encoding, [2, 16, 32])
+    for warp in range(4):
+        for lane in range(32):
+            rows = {(c[0], c[1]) for c in parent.coords_of_thread(lane, warp)}
+            held = {tuple(c) for c in a.coords_of_thread(lane, warp)}
+            assert {(bb, m, k) for bb, m in rows for k in range(32)} <= held

@@ -93,3 +93,15 @@ def parse(text: str):
     module = parse_module(text)
     module.verify()
     return module
+
+
+DOT_BATCHED = """builtin.module {
+  tt.func public @bmm(%a: tensor<2x16x32xf32>, %b: tensor<2x32x16xf32>, %out: !tt.ptr<f32> {tt.divisibility = 16 : i32}) {
+    %acc = arith.constant dense<0.000000e+00> : tensor<2x16x16xf32>
+    %d = tt.dot %a, %b, %acc {input_precision = "ieee", max_num_imprecise_acc = 0 : i32} : tensor<2x16x32xf32> * tensor<2x32x16xf32> -> tensor<2x16x16xf32>
+    %s = tt.splat %out : !tt.ptr<f32> -> tensor<2x16x16x!tt.ptr<f32>>
+    tt.store %s, %d : tensor<2x16x16x!tt.ptr<f32>>
+    tt.return
+  }
+}
+"""

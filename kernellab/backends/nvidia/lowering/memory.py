@@ -339,7 +339,17 @@ def _atom_op(kind: str, elem, arch: int) -> str | None:
             return "add.noftz.f16"
         if ty == BF16:
             return "add.noftz.bf16" if arch >= 90 else None
+    if kind == "exch":
+        # an exchange only moves bits: floats (and pointers) use the integer form of their width;
+        # PTX has no 16-bit atom.exch, so fp16/bf16/i16 go through a 16-bit CAS loop
+        if w in (32, 64):
+            return f"exch.b{w}"
+        if w == 16:
+            return None
+        raise LoweringError(f"atomic exch on {elem} ({w} bits) is not supported; use 16, 32 or 64 bits")
     if is_f:
+        # float max/min reach here only from hand-written TTIR: the frontend emits them as
+        # integer max/min (signed for positive floats, unsigned for negative) on the bit pattern
         raise LoweringError(f"atomic {kind} on {elem} is not supported")
     if kind == "add":
         return f"add.u{w}"
@@ -349,8 +359,6 @@ def _atom_op(kind: str, elem, arch: int) -> str | None:
         return f"{kind[1:]}.u{w}"
     if kind in ("and", "or", "xor"):
         return f"{kind}.b{w}"
-    if kind == "exch":
-        return f"exch.b{w}"
     raise LoweringError(f"unknown atomic op {kind}")
 
 
@@ -373,7 +381,7 @@ def emit_atomic(ctx, op, kind: str, addr, val, cmp, pred, elem):
     else:
         atom = _atom_op(kind, elem, ctx.arch)
         if atom is None:
-            return _cas_loop_add(ctx, op, addr, val, pred, elem)
+            return _cas_loop_16(ctx, op, kind, addr, val, pred, elem)
         body = f"{prefix}.{atom} $0, [ $1 + 0 ], $2;"
         args, cons = [addr, vbits], [f"={c}", "l", c]
     if pred is not None:
@@ -386,8 +394,18 @@ def emit_atomic(ctx, op, kind: str, addr, val, cmp, pred, elem):
     return _from_bits(ctx, res, elem)
 
 
-def _cas_loop_add(ctx, op, addr, val, pred, elem):
-    """bf16 atomic add on sm_80: 16-bit compare-and-swap loop (in PTX, under the predicate)."""
+def _cas_loop_16(ctx, op, kind: str, addr, val, pred, elem):
+    """A 16-bit atomic PTX lacks (bf16 add before sm_90, any 16-bit exchange) as a loop of
+    16-bit compare-and-swaps, in PTX, under the predicate. Returns the old value."""
+    if kind == "fadd" and llty(elem) == BF16:
+        new_of_old = (
+            "cvt.f32.bf16 fo, old;\n\tcvt.f32.bf16 fv, $2;\n\tadd.rn.f32 fo, fo, fv;\n\t"
+            "cvt.rn.bf16.f32 new, fo;\n\t"
+        )
+    elif kind == "exch":
+        new_of_old = "mov.b16 new, $2;\n\t"
+    else:
+        raise LoweringError(f"atomic {kind} on {elem} is not supported")
     vbits = _to_bits(ctx, val, elem)
     prefix = _atom_prefix(op)
     args = [addr, vbits]
@@ -404,9 +422,8 @@ def _cas_loop_add(ctx, op, addr, val, pred, elem):
         + guard_open
         + "ld.global.b16 old, [ $1 + 0 ];\n\t"
         "LOOP_${:uid}:\n\t"
-        "cvt.f32.bf16 fo, old;\n\tcvt.f32.bf16 fv, $2;\n\tadd.rn.f32 fo, fo, fv;\n\t"
-        "cvt.rn.bf16.f32 new, fo;\n\t"
-        f"{prefix}.cas.b16 $0, [ $1 + 0 ], old, new;\n\t"
+        + new_of_old
+        + f"{prefix}.cas.b16 $0, [ $1 + 0 ], old, new;\n\t"
         "setp.ne.b16 done, $0, old;\n\tmov.b16 old, $0;\n\t@done bra LOOP_${:uid};\n\t"
         + guard_close
         + "}"
