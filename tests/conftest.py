@@ -1,16 +1,36 @@
 """Shared fixtures: backends, seeded random inputs, poisoned outputs, device transfers.
 
-Every builtin test takes the `launch` fixture, which runs a kernel on one backend: the numpy
-interpreter always, an NVIDIA GPU under `-m gpu` when one is visible (skipped otherwise).
+Every builtin test takes the `launch` fixture, which runs a kernel on one backend:
+
+- "interpreter": the numpy interpreter, always. The same specialization is then compiled for
+  the GPU targets in $KERNELLAB_TEST_GPU_TARGETS (a comma list; default "sm_80,sm_90"; "none"
+  turns it off), through LLVM IR and PTX to a cubin with nvJitLink, so a machine without a GPU
+  checks that every test kernel lowers and assembles (skipped, and said so in the summary,
+  where no PTX assembler can be loaded).
+- "cuda" (marked `gpu`; selected with `-m gpu`, skipped without a CUDA device): the arrays are
+  copied to torch CUDA tensors (same strides; bf16/fp8 through their bit patterns), the kernel
+  runs on the GPU, the results come back into the caller's arrays, and the test's own checks
+  run on them. Differential check: the same launch also runs on the interpreter from the same
+  inputs, and every array argument (inputs too: a stray write is caught) must agree with it —
+  integers and booleans exactly, floats within `differential_tolerance` (room for the GPU's
+  approximate math such as ex2.approx and for another summation order). Kernels with atomics
+  are not compared (their results may depend on the order the lanes won).
+
 Inputs come from `rng` (seeded from a logged random seed: a failing test prints it; rerun with
 KERNELLAB_TEST_SEED=<seed>), outputs start `poison`ed so an element the kernel forgot to write
-can never pass by accident.
+can never pass by accident. The session compiles into a fresh KERNELLAB_CACHE_DIR unless one is
+set, so no test sees kernels from an earlier run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
+import io
 import os
+import shutil
+import tempfile
 
 import ml_dtypes
 import numpy as np
@@ -25,13 +45,24 @@ def cuda_available() -> bool:
         import torch
     except ImportError:
         return False
-    return bool(torch.cuda.is_available())
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
 
 
 BACKENDS = [
     pytest.param("interpreter", id="interpreter"),
     pytest.param("cuda", id="cuda", marks=pytest.mark.gpu),
 ]
+
+# Tests that must not run on the GPU backend, with the reason (they are covered elsewhere).
+CUDA_SKIPS = {
+    "test_device_assert_raises_when_false": (
+        "a failed device_assert leaves the process's CUDA context unusable; "
+        "tests/test_gpu_smoke.py checks it in a subprocess"
+    ),
+}
 
 
 @pytest.fixture(params=BACKENDS)
@@ -41,58 +72,335 @@ def backend(request) -> str:
     return request.param
 
 
+_SESSION_CACHE: list[str] = []
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (skipped without one)")
+    if not os.environ.get("KERNELLAB_CACHE_DIR"):
+        path = tempfile.mkdtemp(prefix="kernellab-test-cache-")
+        os.environ["KERNELLAB_CACHE_DIR"] = path
+        _SESSION_CACHE.append(path)
+
+
+def pytest_unconfigure(config):
+    for path in _SESSION_CACHE:
+        shutil.rmtree(path, ignore_errors=True)
+        if os.environ.get("KERNELLAB_CACHE_DIR") == path:
+            del os.environ["KERNELLAB_CACHE_DIR"]
+    _SESSION_CACHE.clear()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or callspec.params.get("backend") != "cuda":
+            continue
+        reason = CUDA_SKIPS.get(getattr(item, "originalname", item.name))
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 # -- moving arrays to and from a backend -----------------------------------------------------
 
-# numpy dtypes torch cannot hold directly travel as same-width integers and are viewed back
-_TORCH_VIEW = {
-    np.dtype(ml_dtypes.bfloat16): ("uint16", "bfloat16"),
-    np.dtype(ml_dtypes.float8_e4m3fn): ("uint8", "float8_e4m3fn"),
-    np.dtype(ml_dtypes.float8_e5m2): ("uint8", "float8_e5m2"),
+# numpy dtype → torch dtype name. Everything but bool travels as a same-width signed integer
+# (which every torch version converts from numpy) and is viewed as its real dtype on the GPU.
+_TORCH_NAME = {
+    np.dtype(np.bool_): "bool",
+    np.dtype(np.int8): "int8", np.dtype(np.int16): "int16",
+    np.dtype(np.int32): "int32", np.dtype(np.int64): "int64",
+    np.dtype(np.uint8): "uint8", np.dtype(np.uint16): "uint16",
+    np.dtype(np.uint32): "uint32", np.dtype(np.uint64): "uint64",
+    np.dtype(np.float16): "float16", np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+    np.dtype(ml_dtypes.bfloat16): "bfloat16",
+    np.dtype(ml_dtypes.float8_e4m3fn): "float8_e4m3fn",
+    np.dtype(ml_dtypes.float8_e5m2): "float8_e5m2",
+}  # fmt: skip
+_CARRIER = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+# dtypes numpy cannot compute with natively (ml_dtypes): floats for the helpers below
+_ML_DTYPES = {
+    np.dtype(ml_dtypes.bfloat16),
+    np.dtype(ml_dtypes.float8_e4m3fn),
+    np.dtype(ml_dtypes.float8_e5m2),
 }
 
 
+def _torch_dtype(torch, dtype: np.dtype):
+    name = _TORCH_NAME.get(np.dtype(dtype))
+    if name is None:
+        raise TypeError(f"no torch dtype for numpy {dtype}")
+    tdtype = getattr(torch, name, None)
+    if tdtype is None:
+        pytest.skip(f"torch {torch.__version__} has no torch.{name}")
+    return tdtype
+
+
+def _strided_layout(array: np.ndarray):
+    """(extent, element strides) of a non-contiguous array that a kernel addresses through its
+    own strides, or None for a contiguous one (or one that can't be reproduced: negative
+    strides), which travels as a contiguous copy."""
+    if array.flags.c_contiguous or array.size == 0:
+        return None
+    item = array.itemsize
+    if any(s < 0 or s % item for s in array.strides):
+        return None
+    strides = tuple(s // item for s in array.strides)
+    extent = 1 + sum((n - 1) * s for n, s in zip(array.shape, strides))
+    return extent, strides
+
+
+def _span(array: np.ndarray, extent: int) -> np.ndarray:
+    """A contiguous copy of the memory from `array`'s first to its last element."""
+    return np.lib.stride_tricks.as_strided(array, shape=(extent,), strides=(array.itemsize,)).copy()
+
+
+def clone_array(array: np.ndarray) -> np.ndarray:
+    """A copy with the same element strides (gaps included), so a kernel indexing it with
+    the original's strides sees the same elements."""
+    layout = _strided_layout(array)
+    if layout is None:
+        return array.copy()
+    extent, strides = layout
+    buffer = _span(array, extent)
+    return np.lib.stride_tricks.as_strided(
+        buffer, shape=array.shape, strides=tuple(s * array.itemsize for s in strides)
+    )
+
+
 def to_device(array: np.ndarray, backend: str):
-    """The array as the backend takes it: the numpy array itself, or a CUDA torch tensor."""
+    """The array as the backend takes it: the numpy array itself, or a CUDA torch tensor with
+    the same dtype (bf16/fp8 from their bit patterns), shape and element strides."""
     if backend == "interpreter":
         return array
     import torch
 
-    view = _TORCH_VIEW.get(array.dtype)
-    if view is None:
-        return torch.from_numpy(np.ascontiguousarray(array)).cuda()
-    raw = torch.from_numpy(np.ascontiguousarray(array).view(view[0])).cuda()
-    return raw.view(getattr(torch, view[1]))
+    tdtype = _torch_dtype(torch, array.dtype)
+    layout = _strided_layout(array)
+    host = np.ascontiguousarray(array) if layout is None else _span(array, layout[0])
+    if array.dtype == np.bool_:
+        device = torch.from_numpy(host).cuda()
+    else:
+        device = torch.from_numpy(host.view(_CARRIER[array.itemsize])).cuda().view(tdtype)
+    if layout is not None:
+        device = device.as_strided(array.shape, layout[1])
+    return device
 
 
 def from_device(value, backend: str, dtype) -> np.ndarray:
-    """The inverse of `to_device`, as a numpy array of `dtype`."""
+    """The inverse of `to_device`: the tensor's elements as a numpy array of `dtype`."""
     if backend == "interpreter":
         return value
     import torch
 
-    view = _TORCH_VIEW.get(np.dtype(dtype))
-    if view is None:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
         return value.cpu().numpy()
-    return value.view(getattr(torch, view[0])).cpu().numpy().view(dtype)
+    carrier = _CARRIER[dtype.itemsize]
+    return value.view(_torch_dtype(torch, np.dtype(carrier))).cpu().numpy().view(dtype)
+
+
+# -- the differential check ------------------------------------------------------------------
+
+
+def differential_tolerance(dtype) -> float:
+    """Relative tolerance between a GPU result and the interpreter's: two units in the last
+    place of the array's dtype, but no tighter than 2^-16 (about 128 fp32 ulps: room for
+    approximate transcendental functions and for sums taken in another order)."""
+    return max(2 * ulp_tolerance(dtype), 2.0**-16)
+
+
+def assert_matches_interpreter(gpu, interp, what: str = "array") -> None:
+    """GPU result vs interpreter result: ints/bools bit-exact; floats within
+    rtol * |interp| + rtol * max|interp| (NaN where the interpreter has NaN, same infinities)."""
+    gpu, interp = np.asarray(gpu), np.asarray(interp)
+    assert gpu.shape == interp.shape, f"{what}: shape {gpu.shape} != {interp.shape}"
+    if not is_float(interp.dtype):
+        bad = gpu != interp
+        if bad.any():
+            where = [tuple(int(i) for i in w) for w in np.argwhere(bad)[:5]]
+            raise AssertionError(
+                f"GPU and interpreter disagree on {what} ({interp.dtype}) at {int(bad.sum())} of "
+                f"{bad.size} elements; first at "
+                + ", ".join(
+                    f"{w}: GPU {gpu[w].item()!r}, interpreter {interp[w].item()!r}" for w in where
+                )
+            )
+        return
+    g, r = f64(gpu), f64(interp)
+    rtol = differential_tolerance(interp.dtype)
+    finite = np.isfinite(r)
+    scale = float(np.abs(r[finite]).max()) if finite.any() else 0.0
+    info = ml_dtypes.finfo(interp.dtype) if interp.dtype in _ML_DTYPES else np.finfo(interp.dtype)
+    atol = max(rtol * scale, float(info.tiny))  # tiny: denormals flushed on one side only
+    with np.errstate(invalid="ignore"):
+        close = np.abs(g - r) <= rtol * np.abs(r) + atol
+    bad = np.where(np.isnan(r), ~np.isnan(g), np.where(np.isinf(r), g != r, ~close))
+    if bad.any():
+        where = [tuple(int(i) for i in w) for w in np.argwhere(bad)[:5]]
+        raise AssertionError(
+            f"GPU and interpreter disagree on {what} ({interp.dtype}) at {int(bad.sum())} of "
+            f"{bad.size} elements (rtol {rtol:.3g}, atol {atol:.3g}); first at "
+            + ", ".join(f"{w}: GPU {float(g[w])!r}, interpreter {float(r[w])!r}" for w in where)
+        )
+
+
+_STATS = {
+    "compared with the interpreter": 0,
+    "not compared (atomics)": 0,
+    "assembled for GPU targets": 0,
+}
+
+
+def _has_atomics(compiled) -> bool:
+    asm = getattr(compiled, "asm", None)
+    try:
+        text = asm.get("ttir") if asm is not None else None
+    except Exception:
+        text = None
+    return isinstance(text, str) and "tt.atomic" in text
+
+
+def _flush_c_stdio() -> None:
+    """Push device printf output (written by the CUDA driver through C stdio) to fd 1 now,
+    where capfd sees it."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except Exception:
+        pass
+
+
+def _arg_name(kernel, index: int) -> str:
+    names = getattr(kernel, "arg_names", None)
+    if names is None and hasattr(kernel, "fn"):
+        names = getattr(kernel.fn, "arg_names", None)
+    if names and index < len(names):
+        return f"argument {index} ({names[index]!r})"
+    return f"argument {index}"
+
+
+# -- compiling the interpreter's specialization for GPU targets (CPU machines) ---------------
+
+
+DEFAULT_GPU_TARGETS = "sm_80,sm_90"
+
+
+def gpu_targets() -> list[str]:
+    value = os.environ.get("KERNELLAB_TEST_GPU_TARGETS", DEFAULT_GPU_TARGETS)
+    if value.strip().lower() in ("", "0", "none", "off", "no") or _NO_TOOLCHAIN:
+        return []
+    return [t.strip() for t in value.split(",") if t.strip()]
+
+
+_NO_TOOLCHAIN: list[str] = []  # why cubins can't be made here (then the check is off)
+
+
+_ASSEMBLED: set = set()
+
+
+def assemble_for_gpu(kernel, args, kwargs, targets) -> None:
+    """Compile `kernel[...](*args, **kwargs)`'s specialization for each GPU target through to
+    a cubin (no GPU needed). Autotuned/heuristic kernels are skipped (their configs decide)."""
+    from kernellab.runtime.jit import JITFunction
+
+    if not isinstance(kernel, JITFunction) or not targets:
+        return
+    import kernellab as kl
+
+    bound = kernel.binder.bind(tuple(args), dict(kwargs))
+    signature, constexprs, attrs = kernel.binder.compile_args(bound)
+    options = dict(bound.options)
+    if kernel.debug is not None:
+        options.setdefault("debug", kernel.debug)
+    for target in targets:
+        key = (id(kernel), bound.key, target)
+        if key in _ASSEMBLED:
+            continue
+        from kernellab.backends.nvidia.cubin import ToolchainUnavailableError
+
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # static_print already printed once
+                compiled = kl.compile(
+                    kernel, signature=signature, constexprs=constexprs, attrs=attrs or None,
+                    target=target, **options,
+                )  # fmt: skip
+        except ToolchainUnavailableError as e:
+            _NO_TOOLCHAIN.append(str(e).splitlines()[0] if str(e) else type(e).__name__)
+            return
+        cubin = compiled.asm["cubin"]
+        assert isinstance(cubin, bytes) and cubin, f"{target}: the compile made no cubin"
+        _ASSEMBLED.add(key)
+        _STATS["assembled for GPU targets"] += 1
+
+
+# -- the launch fixture ----------------------------------------------------------------------
 
 
 @pytest.fixture
 def launch(backend):
     """`launch(kernel, grid, *args, **meta)`: run `kernel[grid]` on the backend; numpy array
-    arguments are copied there and back, so the caller reads results from its own arrays."""
+    arguments are copied there and back, so the caller reads results from its own arrays.
+    On the GPU the launch is also run on the interpreter and the two compared."""
 
-    def run(kernel, grid, *args, **kwargs):
-        device_args = [to_device(a, backend) if isinstance(a, np.ndarray) else a for a in args]
-        kernel[grid](*device_args, **kwargs)
-        for host, dev in zip(args, device_args):
-            if isinstance(host, np.ndarray) and dev is not host:
-                host[...] = from_device(dev, backend, host.dtype)
+    def run_interpreter(kernel, grid, *args, **kwargs):
+        result = kernel[grid](*args, **kwargs)
+        assemble_for_gpu(kernel, args, kwargs, gpu_targets())
+        return result
 
-    return run
+    def run_cuda(kernel, grid, *args, **kwargs):
+        import torch
+
+        # the same array passed twice stays one buffer (aliasing is part of the kernel's contract)
+        unique: dict[int, int] = {}  # id(array) → first argument index
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray):
+                unique.setdefault(id(a), i)
+        reference = {i: clone_array(args[i]) for i in unique.values()}  # before anything runs
+        device = {i: to_device(args[i], "cuda") for i in unique.values()}
+        device_args = [device[unique[id(a)]] if isinstance(a, np.ndarray) else a for a in args]
+        compiled = kernel[grid](*device_args, **kwargs)
+        torch.cuda.synchronize()
+        _flush_c_stdio()
+        for i in unique.values():
+            args[i][...] = from_device(device[i], "cuda", args[i].dtype)
+        if _has_atomics(compiled):
+            _STATS["not compared (atomics)"] += 1
+            return compiled
+        interp_args = [reference[unique[id(a)]] if isinstance(a, np.ndarray) else a for a in args]
+        with contextlib.redirect_stdout(io.StringIO()):  # prints were the GPU's to make
+            kernel[grid](*interp_args, **kwargs)
+        for i in unique.values():
+            assert_matches_interpreter(args[i], reference[i], _arg_name(kernel, i))
+        _STATS["compared with the interpreter"] += 1
+        return compiled
+
+    return run_cuda if backend == "cuda" else run_interpreter
+
+
+def pytest_sessionfinish(session, exitstatus):
+    workeroutput = getattr(session.config, "workeroutput", None)  # a pytest-xdist worker
+    if workeroutput is not None:
+        workeroutput["kernellab_stats"] = dict(_STATS)
+        workeroutput["kernellab_no_toolchain"] = list(_NO_TOOLCHAIN[:1])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # pytest-xdist, on the controller: add up the workers' counts
+    output = getattr(node, "workeroutput", None) or {}
+    for what, n in output.get("kernellab_stats", {}).items():
+        _STATS[what] = _STATS.get(what, 0) + n
+    if output.get("kernellab_no_toolchain") and not _NO_TOOLCHAIN:
+        _NO_TOOLCHAIN.extend(output["kernellab_no_toolchain"])
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    parts = [f"{n} {what}" for what, n in _STATS.items() if n]
+    if parts:
+        terminalreporter.write_line("kernellab launches: " + ", ".join(parts))
+    if _NO_TOOLCHAIN:
+        terminalreporter.write_line(
+            "kernellab: test kernels were NOT assembled for GPU targets: " + _NO_TOOLCHAIN[0]
+        )
 
 
 # -- random inputs and poisoned outputs ------------------------------------------------------
@@ -128,7 +436,7 @@ def poison(shape, dtype) -> np.ndarray:
     """An output buffer no correct kernel result can equal by accident: NaN for floats,
     0xA5 bytes for integers."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f" or dtype in _TORCH_VIEW:
+    if dtype.kind == "f" or dtype in _ML_DTYPES:
         return np.full(shape, np.nan, dtype=dtype)
     if dtype == np.bool_:
         raise ValueError("a bool buffer cannot be poisoned; store booleans into int8")
@@ -139,7 +447,7 @@ def poison(shape, dtype) -> np.ndarray:
 
 def is_float(dtype) -> bool:
     dtype = np.dtype(dtype)
-    return dtype.kind == "f" or dtype in _TORCH_VIEW
+    return dtype.kind == "f" or dtype in _ML_DTYPES
 
 
 def random_array(rng, shape, dtype, low=None, high=None) -> np.ndarray:
@@ -182,7 +490,7 @@ def f64(array) -> np.ndarray:
 def ulp_tolerance(dtype) -> float:
     """Relative size of one unit in the last place of `dtype` (2^-mantissa_bits)."""
     dtype = np.dtype(dtype)
-    return float(ml_dtypes.finfo(dtype).eps) if dtype in _TORCH_VIEW else float(np.finfo(dtype).eps)
+    return float(ml_dtypes.finfo(dtype).eps) if dtype in _ML_DTYPES else float(np.finfo(dtype).eps)
 
 
 def assert_close(actual, expected, rtol=0.0, atol=0.0):

@@ -1,0 +1,1070 @@
+"""GPU benchmarks: kernellab next to torch and (when installed) Triton, in one run.
+
+    python3 benchmarks/gpu.py            # on a machine with an NVIDIA GPU and torch
+    python3 benchmarks/gpu.py --dry-run  # anywhere: the plan, compile checks, compile times
+
+Measures (see benchmarks/README.md for what each figure means):
+  copy       device copy ceiling: torch clone of 2^28 fp32, bytes read + written
+  vector add fp32, 2^12 ... 2^27 elements, GB/s counting 3 arrays
+  softmax    fused softmax fp32, 4096 x {256, 1024, 4096, 16384}, GB/s counting read + write
+  layer norm forward fp16, 4096 x {1024, 4096, 8192}, GB/s counting x, y, w, b, mean, rstd
+  compile    first compile of vector add in a fresh process (clean cache dir), cached compile
+             in a second process, and the first launch of each, Triton's too
+  launch     warm launch overhead, host side: N back-to-back launches of a tiny kernel, one
+             synchronize at the end, microseconds per launch
+
+Kernel times are CUDA-event medians of at least 20 runs after warm-up, each run preceded by
+zeroing a 256 MB buffer so L2 starts cold. Every kernellab result is checked against torch before
+it is timed; a wrong result is reported as WRONG, and any failure in one measurement is printed
+and leaves the others running. The table comes last; results go to
+benchmarks/results/<device>-<date>.json (and $OUT/ when OUT is set).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+import kernellab as kl
+import kernellab.language as tl
+
+# Triton is optional: imported here only, its kernels defined below when it imports.
+try:
+    import triton
+    import triton.language as ttl
+
+    TRITON_ERROR = None
+except Exception as e:  # ImportError, or a broken install
+    triton = ttl = None
+    TRITON_ERROR = f"{type(e).__name__}: {e}"
+
+VECTOR_SIZES = [2**p for p in range(12, 28)]
+SOFTMAX_ROWS, SOFTMAX_COLS = 4096, [256, 1024, 4096, 16384]
+LAYERNORM_ROWS, LAYERNORM_COLS = 4096, [1024, 4096, 8192]
+COPY_ELEMENTS = 2**28
+LAUNCH_ELEMENTS, LAUNCHES, LAUNCH_TRIALS = 256, 5000, 5
+FLUSH_BYTES = 256 * 2**20
+MIN_REPS, MAX_REPS, REP_MS = 20, 2000, 100.0
+
+
+def use_quick_sizes() -> None:
+    """--quick: small sizes and short timings (a smoke run of every code path, not a benchmark)."""
+    global VECTOR_SIZES, SOFTMAX_ROWS, SOFTMAX_COLS, LAYERNORM_ROWS, LAYERNORM_COLS, COPY_ELEMENTS
+    global LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS
+    VECTOR_SIZES = [2**12, 2**16]
+    SOFTMAX_ROWS, SOFTMAX_COLS = 64, [256, 1024]
+    LAYERNORM_ROWS, LAYERNORM_COLS = 64, [1024]
+    COPY_ELEMENTS, LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS = 2**20, 200, 2, 2**20, 5.0
+
+
+# -- kernellab kernels (Triton's tutorial kernels, imports changed) --------------------------
+
+
+@kl.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    output = x + y
+    tl.store(output_ptr + offsets, output, mask=mask)
+
+
+@kl.jit
+def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
+                   BLOCK_SIZE: tl.constexpr):  # fmt: skip
+    row_idx = tl.program_id(0)
+    row_start_ptr = input_ptr + row_idx * input_row_stride
+    col_offsets = tl.arange(0, BLOCK_SIZE)
+    input_ptrs = row_start_ptr + col_offsets
+    mask = col_offsets < n_cols
+    row = tl.load(input_ptrs, mask=mask, other=-float("inf"))
+    row_minus_max = row - tl.max(row, axis=0)
+    numerator = tl.exp(row_minus_max)
+    denominator = tl.sum(numerator, axis=0)
+    softmax_output = numerator / denominator
+    output_row_start_ptr = output_ptr + row_idx * output_row_stride
+    output_ptrs = output_row_start_ptr + col_offsets
+    tl.store(output_ptrs, softmax_output, mask=mask)
+
+
+@kl.jit
+def layer_norm_kernel(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    Y += row * stride
+    X += row * stride
+    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        a = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+        _mean += a
+    mean = tl.sum(_mean, axis=0) / N
+    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+        x = tl.where(cols < N, x - mean, 0.0)
+        _var += x * x
+    var = tl.sum(_var, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        mask = cols < N
+        w = tl.load(W + cols, mask=mask)
+        b = tl.load(B + cols, mask=mask)
+        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+        x_hat = (x - mean) * rstd
+        y = x_hat * w + b
+        tl.store(Y + cols, y, mask=mask)
+
+
+# -- the same kernels in Triton --------------------------------------------------------------
+
+if triton is not None:
+
+    @triton.jit
+    def triton_add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: ttl.constexpr):
+        pid = ttl.program_id(axis=0)
+        offsets = pid * BLOCK_SIZE + ttl.arange(0, BLOCK_SIZE)
+        mask = offsets < n_elements
+        x = ttl.load(x_ptr + offsets, mask=mask)
+        y = ttl.load(y_ptr + offsets, mask=mask)
+        ttl.store(output_ptr + offsets, x + y, mask=mask)
+
+    @triton.jit
+    def triton_softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
+                              BLOCK_SIZE: ttl.constexpr):  # fmt: skip
+        row_idx = ttl.program_id(0)
+        col_offsets = ttl.arange(0, BLOCK_SIZE)
+        mask = col_offsets < n_cols
+        row = ttl.load(
+            input_ptr + row_idx * input_row_stride + col_offsets, mask=mask, other=-float("inf")
+        )
+        row_minus_max = row - ttl.max(row, axis=0)
+        numerator = ttl.exp(row_minus_max)
+        denominator = ttl.sum(numerator, axis=0)
+        ttl.store(
+            output_ptr + row_idx * output_row_stride + col_offsets,
+            numerator / denominator,
+            mask=mask,
+        )
+
+    @triton.jit
+    def triton_layer_norm_kernel(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: ttl.constexpr):
+        row = ttl.program_id(0)
+        Y += row * stride
+        X += row * stride
+        _mean = ttl.zeros([BLOCK_SIZE], dtype=ttl.float32)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + ttl.arange(0, BLOCK_SIZE)
+            a = ttl.load(X + cols, mask=cols < N, other=0.0).to(ttl.float32)
+            _mean += a
+        mean = ttl.sum(_mean, axis=0) / N
+        _var = ttl.zeros([BLOCK_SIZE], dtype=ttl.float32)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + ttl.arange(0, BLOCK_SIZE)
+            x = ttl.load(X + cols, mask=cols < N, other=0.0).to(ttl.float32)
+            x = ttl.where(cols < N, x - mean, 0.0)
+            _var += x * x
+        var = ttl.sum(_var, axis=0) / N
+        rstd = 1 / ttl.sqrt(var + eps)
+        ttl.store(Mean + row, mean)
+        ttl.store(Rstd + row, rstd)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + ttl.arange(0, BLOCK_SIZE)
+            mask = cols < N
+            w = ttl.load(W + cols, mask=mask)
+            b = ttl.load(B + cols, mask=mask)
+            x = ttl.load(X + cols, mask=mask, other=0.0).to(ttl.float32)
+            ttl.store(Y + cols, (x - mean) * rstd * w + b, mask=mask)
+
+
+# -- launch configurations (as Triton's tutorials choose them) -------------------------------
+
+ADD_BLOCK, ADD_WARPS = 1024, 4
+
+
+def softmax_config(n_cols: int) -> tuple[int, int]:
+    block = kl.next_power_of_2(n_cols)
+    return block, (4 if block <= 2048 else 8 if block <= 4096 else 16)
+
+
+def layer_norm_config(n_cols: int, itemsize: int) -> tuple[int, int]:
+    block = min(65536 // itemsize, kl.next_power_of_2(n_cols))
+    return block, min(max(block // 256, 1), 8)
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+class Results:
+    """Every measurement as a row: section, case, provider, value (or None), unit, note.
+
+    With `sink`, each row is also appended to that file as a JSON line the moment it is made, so
+    a section run in a child process leaves its rows behind even if it is killed."""
+
+    def __init__(self, sink: str | None = None):
+        self.rows: list[dict] = []
+        self.sink = sink
+
+    def _emit(self, record: dict) -> None:
+        if self.sink:
+            with open(self.sink, "a") as f:
+                f.write(json.dumps(record, default=str) + "\n")
+
+    def add(self, section, case, provider, value, unit, note="", **extra):
+        row = dict(
+            section=section,
+            case=str(case),
+            provider=provider,
+            value=value,
+            unit=unit,
+            note=note,
+            **extra,
+        )
+        self.rows.append(row)
+        self._emit({"row": row})
+        shown = "—" if value is None else f"{value:.4g} {unit}"
+        print(
+            f"  {section} | {case} | {provider}: {shown}" + (f"  [{note}]" if note else ""),
+            flush=True,
+        )
+        return row
+
+    def info(self, **facts) -> None:
+        self._emit({"info": facts})
+
+    def error(self, section, case, provider, exc: BaseException):
+        message = f"{type(exc).__name__}: {exc}".strip()
+        first = message.splitlines()[0][:200] if message else type(exc).__name__
+        print(f"  {section} | {case} | {provider}: ERROR {first}", flush=True)
+        traceback.print_exc(limit=6)
+        return self.add(section, case, provider, None, "", note="ERROR: " + first)
+
+    def row(self, section, case, provider) -> dict | None:
+        for r in self.rows:
+            if r["section"] == section and r["case"] == str(case) and r["provider"] == provider:
+                return r
+        return None
+
+    def value(self, section, case, provider):
+        r = self.row(section, case, provider)
+        return None if r is None else r["value"]
+
+    def cell(self, section, case, provider) -> str:
+        r = self.row(section, case, provider)
+        return "—" if r is None else fmt_value(r["value"], r.get("note") or "")
+
+    def copy_ceiling(self):
+        return next((r["value"] for r in self.rows if r["section"] == "copy" and r["value"]), None)
+
+
+class Unavailable(RuntimeError):
+    """A provider that is not installed here (Triton): recorded as n/a, no traceback."""
+
+
+def need_triton() -> None:
+    if triton is None:
+        raise Unavailable(f"n/a: triton unavailable ({TRITON_ERROR})")
+
+
+def guarded(results: Results, section, case, provider, unit, fn, **extra):
+    """Run one measurement; a failure is recorded and printed, never raised."""
+    try:
+        value, note, *more = fn()  # (value, note) or (value, note, {extra facts for the JSON})
+        if more:
+            extra = {**extra, **more[0]}
+    except Unavailable as e:
+        return results.add(section, case, provider, None, unit, note=str(e))
+    except Exception as e:
+        return results.error(section, case, provider, e)
+    return results.add(section, case, provider, value, unit, note, **extra)
+
+
+# -- timing ----------------------------------------------------------------------------------
+
+
+class Timer:
+    """CUDA-event timing of one callable: median over >= MIN_REPS runs, L2 flushed before each."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
+
+    def median_ms(self, fn) -> tuple[float, dict]:
+        torch = self.torch
+        fn()  # compile / load / allocate outside the timing
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(3):
+            self.flush.zero_()
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        estimate = max(start.elapsed_time(end) / 3, 1e-3)
+        reps = int(min(max(REP_MS / estimate, MIN_REPS), MAX_REPS))
+        for _ in range(min(reps, 10)):
+            fn()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            self.flush.zero_()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+        q = lambda p: times[min(len(times) - 1, int(p * len(times)))]
+        return statistics.median(times), {"reps": reps, "p20_ms": q(0.2), "p80_ms": q(0.8)}
+
+
+def gbps(nbytes: float, ms: float) -> float:
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+# -- the measurements ------------------------------------------------------------------------
+
+
+def bench_copy(results, torch, timer):
+    x = torch.randn(COPY_ELEMENTS, device="cuda")
+
+    def run():
+        ms, st = timer.median_ms(lambda: x.clone())
+        return gbps(2 * x.numel() * 4, ms), f"{ms:.3f} ms", {"median_ms": ms, **st}
+
+    guarded(results, "copy", f"2^{int(math.log2(COPY_ELEMENTS))} fp32", "torch clone", "GB/s", run)
+
+
+def bench_vector_add(results, torch, timer):
+    for n in VECTOR_SIZES:
+        vector_add_case(results, torch, timer, n)
+
+
+def vector_add_case(results, torch, timer, n):
+    case = f"2^{int(math.log2(n))}"
+    x = torch.rand(n, device="cuda") + 0.5
+    y = torch.rand(n, device="cuda") - 2.0
+    nbytes = 3 * n * 4
+    grid = (kl.cdiv(n, ADD_BLOCK),)
+
+    def kernellab_run():
+        out = torch.full_like(x, float("nan"))
+        add_kernel[grid](x, y, out, n, BLOCK_SIZE=ADD_BLOCK, num_warps=ADD_WARPS)
+        torch.cuda.synchronize()
+        if not torch.equal(out, x + y):
+            return None, "WRONG: differs from x + y"
+        ms, st = timer.median_ms(
+            lambda: add_kernel[grid](x, y, out, n, BLOCK_SIZE=ADD_BLOCK, num_warps=ADD_WARPS)
+        )
+        return gbps(nbytes, ms), "", {"median_ms": ms, **st}
+
+    def torch_run():
+        ms, st = timer.median_ms(lambda: x + y)
+        return gbps(nbytes, ms), "", {"median_ms": ms, **st}
+
+    def triton_run():
+        need_triton()
+        out = torch.empty_like(x)
+        triton_add_kernel[grid](x, y, out, n, BLOCK_SIZE=ADD_BLOCK, num_warps=ADD_WARPS)
+        ms, st = timer.median_ms(
+            lambda: triton_add_kernel[grid](x, y, out, n, BLOCK_SIZE=ADD_BLOCK, num_warps=ADD_WARPS)
+        )
+        return gbps(nbytes, ms), "", {"median_ms": ms, **st}
+
+    guarded(results, "vector add", case, "kernellab", "GB/s", kernellab_run)
+    guarded(results, "vector add", case, "torch", "GB/s", torch_run)
+    guarded(results, "vector add", case, "triton", "GB/s", triton_run)
+
+
+def bench_softmax(results, torch, timer):
+    for n_cols in SOFTMAX_COLS:
+        softmax_case(results, torch, timer, n_cols)
+
+
+def softmax_case(results, torch, timer, n_cols):
+    case = f"{SOFTMAX_ROWS}x{n_cols}"
+    x = torch.randn(SOFTMAX_ROWS, n_cols, device="cuda") * 3
+    nbytes = 2 * x.numel() * 4
+    block, warps = softmax_config(n_cols)
+    grid = (SOFTMAX_ROWS,)
+
+    def kernellab_run():
+        y = torch.full_like(x, float("nan"))
+        softmax_kernel[grid](
+            y, x, x.stride(0), y.stride(0), n_cols, BLOCK_SIZE=block, num_warps=warps
+        )
+        torch.cuda.synchronize()
+        ref = torch.softmax(x.double(), dim=1)
+        err = float(((y.double() - ref).abs() / (ref.abs() + 1e-30)).max())
+        if not err <= 1e-4:  # also catches NaN (unwritten elements)
+            return None, f"WRONG: max relative error {err:.3g}"
+        ms, st = timer.median_ms(lambda: softmax_kernel[grid](y, x, x.stride(0), y.stride(0), n_cols,
+                                                             BLOCK_SIZE=block, num_warps=warps))  # fmt: skip
+        return gbps(nbytes, ms), f"BLOCK={block} warps={warps}", {"median_ms": ms, **st}
+
+    def torch_run():
+        ms, st = timer.median_ms(lambda: torch.softmax(x, dim=1))
+        return gbps(nbytes, ms), "", {"median_ms": ms, **st}
+
+    def triton_run():
+        need_triton()
+        y = torch.empty_like(x)
+        ms, st = timer.median_ms(lambda: triton_softmax_kernel[grid](y, x, x.stride(0), y.stride(0), n_cols,
+                                                                    BLOCK_SIZE=block, num_warps=warps))  # fmt: skip
+        return gbps(nbytes, ms), "", {"median_ms": ms, **st}
+
+    guarded(results, "softmax", case, "kernellab", "GB/s", kernellab_run)
+    guarded(results, "softmax", case, "torch", "GB/s", torch_run)
+    guarded(results, "softmax", case, "triton", "GB/s", triton_run)
+
+
+def bench_layer_norm(results, torch, timer):
+    M, eps = LAYERNORM_ROWS, 1e-5
+    for N in LAYERNORM_COLS:
+        layer_norm_case(results, torch, timer, N, M=M, eps=eps)
+
+
+def layer_norm_case(results, torch, timer, N, M, eps):
+    case = f"{M}x{N} fp16"
+    x = (-2.3 + 0.5 * torch.randn(M, N, device="cuda")).half()
+    w = (torch.rand(N, device="cuda") + 0.5).half()
+    b = (torch.rand(N, device="cuda") - 0.5).half()
+    nbytes = 2 * M * N * 2 + 2 * N * 2 + 2 * M * 4  # x, y; w, b; mean, rstd
+    block, warps = layer_norm_config(N, 2)
+    grid = (M,)
+
+    def launch(kernel, y, mean, rstd):
+        kernel[grid](x, y, w, b, mean, rstd, x.stride(0), N, eps, BLOCK_SIZE=block, num_warps=warps)
+
+    def buffers(fill):
+        return (
+            torch.full_like(x, fill),
+            torch.full((M,), fill, device="cuda"),
+            torch.full((M,), fill, device="cuda"),
+        )
+
+    def kernellab_run():
+        y, mean, rstd = buffers(float("nan"))
+        launch(layer_norm_kernel, y, mean, rstd)
+        torch.cuda.synchronize()
+        ref = torch.nn.functional.layer_norm(x.double(), (N,), w.double(), b.double(), eps)
+        err = float((y.double() - ref).abs().max())
+        if not err <= 1e-2:
+            return None, f"WRONG: max error {err:.3g}"
+        ms, st = timer.median_ms(lambda: launch(layer_norm_kernel, y, mean, rstd))
+        return gbps(nbytes, ms), f"BLOCK={block} warps={warps}", {"median_ms": ms, **st}
+
+    def torch_run():
+        ms, st = timer.median_ms(lambda: torch.nn.functional.layer_norm(x, (N,), w, b, eps))
+        return gbps(nbytes, ms), "writes no mean/rstd", {"median_ms": ms, **st}
+
+    def triton_run():
+        need_triton()
+        y, mean, rstd = buffers(0.0)
+        ms, st = timer.median_ms(lambda: launch(triton_layer_norm_kernel, y, mean, rstd))
+        return gbps(nbytes, ms), "", {"median_ms": ms, **st}
+
+    guarded(results, "layer norm", case, "kernellab", "GB/s", kernellab_run)
+    guarded(results, "layer norm", case, "torch", "GB/s", torch_run)
+    guarded(results, "layer norm", case, "triton", "GB/s", triton_run)
+
+
+def bench_launch(results, torch):
+    n = LAUNCH_ELEMENTS
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+
+    def per_launch_us(launch_once) -> tuple[float, str]:
+        for _ in range(100):
+            launch_once()
+        torch.cuda.synchronize()
+        trials = []
+        for _ in range(LAUNCH_TRIALS):
+            start = time.perf_counter()
+            for _ in range(LAUNCHES):
+                launch_once()
+            torch.cuda.synchronize()
+            trials.append((time.perf_counter() - start) / LAUNCHES * 1e6)
+        return statistics.median(
+            trials
+        ), f"min {min(trials):.2f} µs over {LAUNCH_TRIALS}x{LAUNCHES}"
+
+    def kernellab_run():
+        out = torch.full_like(x, float("nan"))
+        us, note = per_launch_us(lambda: add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=1024))
+        if not torch.equal(out, x + y):
+            return None, "WRONG: differs from x + y"
+        return us, note
+
+    def torch_run():
+        out = torch.empty_like(x)
+        return per_launch_us(lambda: torch.add(x, y, out=out))
+
+    def triton_run():
+        need_triton()
+        out = torch.empty_like(x)
+        return per_launch_us(lambda: triton_add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=1024))
+
+    guarded(results, "warm launch", f"{n} fp32 add", "kernellab", "µs", kernellab_run)
+    guarded(results, "warm launch", f"{n} fp32 add", "torch add(out=)", "µs", torch_run)
+    guarded(results, "warm launch", f"{n} fp32 add", "triton", "µs", triton_run)
+
+
+# -- compile times in fresh processes --------------------------------------------------------
+
+KERNELLAB_CHILD = """
+import json, sys, time
+MODE, TARGET = sys.argv[1], sys.argv[2]
+if MODE == "launch":
+    import torch
+    torch.cuda.init()
+    n = 1 << 20
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+    out = torch.full((n,), float("nan"), device="cuda")
+    torch.cuda.synchronize()
+t0 = time.perf_counter()
+import kernellab as kl
+import kernellab.language as tl
+t_import = time.perf_counter()
+
+
+@kl.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(output_ptr + offsets, x + y, mask=mask)
+
+
+t_define = time.perf_counter()
+if MODE == "compile":
+    aligned = {"tt.divisibility": 16}
+    ck = kl.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK_SIZE": 1024},
+                    target=TARGET, num_warps=4,
+                    attrs={"x_ptr": aligned, "y_ptr": aligned, "output_ptr": aligned, "n_elements": aligned})
+    correct = isinstance(ck.asm["cubin"], bytes) and len(ck.asm["cubin"]) > 0
+else:
+    ck = add_kernel[(n // 1024,)](x, y, out, n, BLOCK_SIZE=1024)
+    torch.cuda.synchronize()
+    correct = bool(torch.equal(out, x + y))
+t_done = time.perf_counter()
+md = ck.metadata
+print("RESULT " + json.dumps({
+    "import_s": t_import - t0, "call_s": t_done - t_define, "total_s": t_done - t0,
+    "cache_hit": bool(md.get("cache_hit")), "correct": correct,
+    "stage_s": {k: float(v) for k, v in dict(md.get("times") or {}).items()},
+    "registers": md.get("registers"), "target": md.get("target"),
+}))
+"""
+
+TRITON_CHILD = """
+import json, time
+import torch
+torch.cuda.init()
+n = 1 << 20
+x = torch.rand(n, device="cuda")
+y = torch.rand(n, device="cuda")
+out = torch.full((n,), float("nan"), device="cuda")
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+import triton
+import triton.language as tl
+t_import = time.perf_counter()
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(output_ptr + offsets, x + y, mask=mask)
+
+
+t_define = time.perf_counter()
+add_kernel[(n // 1024,)](x, y, out, n, BLOCK_SIZE=1024)
+torch.cuda.synchronize()
+t_done = time.perf_counter()
+print("RESULT " + json.dumps({
+    "import_s": t_import - t0, "call_s": t_done - t_define, "total_s": t_done - t0,
+    "correct": bool(torch.equal(out, x + y)),
+}))
+"""
+
+
+def run_child(code: str, args: list[str], env_extra: dict, workdir: str) -> dict:
+    script = Path(workdir) / f"child_{abs(hash(code)) % 10**8}.py"
+    script.write_text(textwrap.dedent(code))
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": pythonpath, **env_extra}
+    env.pop("KERNELLAB_ALWAYS_COMPILE", None)
+    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=workdir)  # fmt: skip
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-12:]
+    raise RuntimeError(f"child exited {proc.returncode} without a result:\n" + "\n".join(tail))
+
+
+def bench_compile(results, target: str, on_gpu: bool):
+    """First and cached compile (and, on a GPU, first launch) of vector add in fresh processes."""
+    work = tempfile.mkdtemp(prefix="kl-bench-")
+    section = "compile"
+
+    def kernellab(mode: str, cache: str, expect_hit: bool):
+        def run():
+            r = run_child(KERNELLAB_CHILD, [mode, target], {"KERNELLAB_CACHE_DIR": cache}, work)
+            if not r["correct"]:
+                return None, "WRONG result"
+            if r["cache_hit"] != expect_hit:
+                return r["call_s"] * 1e3, f"cache_hit={r['cache_hit']}, expected {expect_hit}"
+            stages = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in r["stage_s"].items())
+            return r["call_s"] * 1e3, f"import {r['import_s'] * 1e3:.0f} ms; stages ms: {stages}"
+
+        return run
+
+    def triton_launch(cache: str):
+        def run():
+            need_triton()
+            r = run_child(TRITON_CHILD, [], {"TRITON_CACHE_DIR": cache}, work)
+            if not r["correct"]:
+                return None, "WRONG result"
+            return r["call_s"] * 1e3, f"import {r['import_s'] * 1e3:.0f} ms"
+
+        return run
+
+    compile_cache = os.path.join(work, "kl-compile-cache")
+    guarded(results, section, f"vector add {target}: first compile", "kernellab", "ms",
+            kernellab("compile", compile_cache, False))  # fmt: skip
+    guarded(results, section, f"vector add {target}: cached compile", "kernellab", "ms",
+            kernellab("compile", compile_cache, True))  # fmt: skip
+    if on_gpu:
+        launch_cache = os.path.join(work, "kl-launch-cache")
+        triton_cache = os.path.join(work, "triton-cache")
+        guarded(results, section, "vector add: first launch, fresh process", "kernellab", "ms",
+                kernellab("launch", launch_cache, False))  # fmt: skip
+        guarded(results, section, "vector add: first launch, fresh process", "triton", "ms",
+                triton_launch(triton_cache))  # fmt: skip
+        guarded(results, section, "vector add: first launch, cached", "kernellab", "ms",
+                kernellab("launch", launch_cache, True))  # fmt: skip
+        guarded(results, section, "vector add: first launch, cached", "triton", "ms",
+                triton_launch(triton_cache))  # fmt: skip
+
+
+def compile_checks(results, target: str):
+    """Compile every benchmark kernel for `target` (no GPU needed): registers, spills, time."""
+
+    def check(kernel, signature, constexprs, num_warps, attrs):
+        def run():
+            start = time.perf_counter()
+            ck = kl.compile(kernel, signature=signature, constexprs=constexprs, target=target,
+                            num_warps=num_warps, attrs=attrs, force=True)  # fmt: skip
+            seconds = time.perf_counter() - start
+            md = ck.metadata
+            note = f"registers {md.get('registers')}, spills {md.get('spills')}, shared {md.get('shared')} B"
+            return seconds * 1e3, note
+
+        return run
+
+    a16 = {"tt.divisibility": 16}
+    add_attrs = {"x_ptr": a16, "y_ptr": a16, "output_ptr": a16, "n_elements": a16}
+    guarded(results, "compile check", f"vector add BLOCK={ADD_BLOCK}", "kernellab", "ms",
+            check(add_kernel, "*fp32,*fp32,*fp32,i32", {"BLOCK_SIZE": ADD_BLOCK}, ADD_WARPS, add_attrs))  # fmt: skip
+    for n_cols in SOFTMAX_COLS:
+        block, warps = softmax_config(n_cols)
+        attrs = {
+            "output_ptr": a16,
+            "input_ptr": a16,
+            "input_row_stride": a16,
+            "output_row_stride": a16,
+            "n_cols": a16,
+        }
+        guarded(results, "compile check", f"softmax n_cols={n_cols} BLOCK={block} warps={warps}", "kernellab", "ms",
+                check(softmax_kernel, "*fp32,*fp32,i32,i32,i32", {"BLOCK_SIZE": block}, warps, attrs))  # fmt: skip
+    for N in LAYERNORM_COLS:
+        block, warps = layer_norm_config(N, 2)
+        attrs = {name: a16 for name in ("X", "Y", "W", "B", "Mean", "Rstd", "stride", "N")}
+        guarded(results, "compile check", f"layer norm N={N} BLOCK={block} warps={warps}", "kernellab", "ms",
+                check(layer_norm_kernel, "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32",
+                      {"BLOCK_SIZE": block}, warps, attrs))  # fmt: skip
+
+
+# -- the table -------------------------------------------------------------------------------
+
+
+def fmt_value(v, note: str = "") -> str:
+    if v is None:
+        return "n/a" if note.startswith("n/a") else "WRONG" if note.startswith("WRONG") else "ERR"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def ratio(a, b) -> str:
+    if a is None or b is None or not b:
+        return "—"
+    return f"{a / b:.2f}"
+
+
+def render_table(results: Results, copy_gbps) -> str:
+    lines = []
+    sections: dict[str, list[str]] = {}
+    for r in results.rows:
+        cases = sections.setdefault(r["section"], [])
+        if r["case"] not in cases:
+            cases.append(r["case"])
+    for section, cases in sections.items():
+        providers = []
+        for r in results.rows:
+            if r["section"] == section and r["provider"] not in providers:
+                providers.append(r["provider"])
+        unit = next((r["unit"] for r in results.rows if r["section"] == section and r["unit"]), "")
+        head = [section + (f" ({unit})" if unit else "")] + providers
+        has_kl = "kernellab" in providers
+        others = [p for p in providers if p != "kernellab"] if has_kl else []
+        head += [f"kl/{p.split()[0]}" for p in others]
+        if unit == "GB/s" and copy_gbps:
+            head.append("kl/copy")
+        rows = []
+        notes = []
+        for case in cases:
+            row = [case] + [results.cell(section, case, p) for p in providers]
+            kl_v = results.value(section, case, "kernellab") if has_kl else None
+            row += [ratio(kl_v, results.value(section, case, p)) for p in others]
+            if unit == "GB/s" and copy_gbps:
+                row.append(ratio(kl_v, copy_gbps))
+            rows.append(row)
+            for r in results.rows:
+                if (
+                    r["section"] == section
+                    and r["case"] == case
+                    and r["note"]
+                    and not r["note"].startswith("n/a")
+                    and (r["value"] is None or section in ("compile", "compile check"))
+                ):
+                    notes.append(f"    {case} / {r['provider']}: {r['note']}")
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+        lines.append(
+            "  ".join(
+                h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))
+            )
+        )
+        lines.append("-" * len(lines[-1]))
+        for row in rows:
+            lines.append(
+                "  ".join(
+                    c.ljust(w) if i == 0 else c.rjust(w)
+                    for i, (c, w) in enumerate(zip(row, widths))
+                )
+            )
+        lines.extend(n[:240] for n in notes)
+        lines.append("")
+    return "\n".join(lines)
+
+
+KEY_CASES = {
+    "vector add": ["2^24", "2^27"],
+    "softmax": ["4096x1024", "4096x16384"],
+    "layer norm": ["4096x4096 fp16"],
+}
+
+
+def key_lines(results: Results, copy_gbps) -> list[str]:
+    """A few lines the device script greps for its summary (prefix 'KEY ')."""
+    out = []
+    if copy_gbps:
+        out.append(f"KEY copy ceiling: {copy_gbps:,.0f} GB/s")
+    for section, wanted in KEY_CASES.items():
+        present = [
+            r["case"] for r in results.rows if r["section"] == section and r["case"] != "(section)"
+        ]
+        cases = [c for c in wanted if c in present] or present[-1:]
+        for case in cases:
+            k, t, p = (results.value(section, case, x) for x in ("kernellab", "triton", "torch"))
+            cells = [results.cell(section, case, x) for x in ("kernellab", "triton", "torch")]
+            out.append(f"KEY {section} {case}: kernellab {cells[0]}, triton {cells[1]}, torch {cells[2]} GB/s "
+                       f"(kl/triton {ratio(k, t)}, kl/torch {ratio(k, p)}"
+                       + (f", kl/copy {ratio(k, copy_gbps)})" if copy_gbps else ")"))  # fmt: skip
+    for r in results.rows:
+        if r["section"] in ("compile", "warm launch") or r["case"] == "(section)":
+            note = r.get("note") or ""
+            note = (
+                note.splitlines()[0][:100]
+                if r["value"] is None and note and not note.startswith("n/a")
+                else ""
+            )
+            out.append(f"KEY {r['section']} {r['case']} / {r['provider']}: "
+                       f"{fmt_value(r['value'], r.get('note') or '')} {r['unit']} {note}".rstrip())  # fmt: skip
+    return out
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def versions() -> dict:
+    found = {"python": platform.python_version(), "kernellab": getattr(kl, "__version__", "?")}
+    for name in ("numpy", "torch", "triton", "llvmlite", "xdsl"):
+        try:
+            module = __import__(name)
+            found[name] = str(getattr(module, "__version__", "?"))
+        except Exception:
+            found[name] = None
+    try:
+        from importlib.metadata import version
+
+        for dist in ("cuda-python", "cuda-bindings", "cuda-core", "nvidia-nvjitlink"):
+            try:
+                found[dist] = str(version(dist))
+            except Exception:
+                found[dist] = None
+    except Exception:
+        pass
+    return found
+
+
+def write_json(results: Results, device: str, extra: dict) -> list[str]:
+    date = datetime.date.today().isoformat()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", device).strip("-") or "device"
+    payload = {"device": device, "date": date, **extra, "rows": results.rows}
+    text = json.dumps(payload, indent=1, default=str)
+    written = []
+    targets = [ROOT / "benchmarks" / "results" / f"{name}-{date}.json"]
+    if os.environ.get("OUT"):
+        targets.append(Path(os.environ["OUT"]) / f"{name}-{date}.json")
+    for path in targets:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".json.tmp")
+            tmp.write_text(text)
+            tmp.replace(path)
+            written.append(str(path))
+        except OSError as e:
+            print(f"could not write {path}: {e}")
+    return written
+
+
+PLAN = [
+    ("copy", "torch clone of 2^28 fp32 (read + write): the copy ceiling"),
+    ("vector add", "fp32, 2^12..2^27 elements: kernellab / torch x+y / triton, GB/s (3 arrays)"),
+    (
+        "softmax",
+        "fp32 4096 x {256,1024,4096,16384}: kernellab / torch.softmax / triton, GB/s (read+write)",
+    ),
+    ("layer norm", "fp16 4096 x {1024,4096,8192} forward: kernellab / torch / triton, GB/s"),
+    (
+        "warm launch",
+        f"{LAUNCHES} back-to-back launches of a {LAUNCH_ELEMENTS}-element add, µs per launch",
+    ),
+    (
+        "compile",
+        "vector add: first compile (fresh process, clean cache), cached compile, first launches",
+    ),
+]
+# Each section runs in its own process, at most this many seconds (less if the budget runs out):
+# a crash, a poisoned CUDA context or a hang in one section costs only that section.
+SECTION_SECONDS = {
+    "copy": 60,
+    "vector add": 120,
+    "softmax": 90,
+    "layer norm": 90,
+    "warm launch": 60,
+    "compile": 150,
+}
+
+
+def run_section(section: str, sink: str) -> int:
+    """One section, in this process, on the GPU; rows go to `sink` as JSON lines."""
+    import torch
+
+    results = Results(sink)
+    props = torch.cuda.get_device_properties(0)
+    major, minor = torch.cuda.get_device_capability(0)
+    target = f"sm_{major}{minor}"
+    results.info(device=torch.cuda.get_device_name(0), capability=f"{major}.{minor}", target=target,
+                 sm_count=props.multi_processor_count, memory_gib=round(props.total_memory / 2**30, 1))  # fmt: skip
+    timer = Timer(torch) if section in ("copy", "vector add", "softmax", "layer norm") else None
+    run = {
+        "copy": lambda: bench_copy(results, torch, timer),
+        "vector add": lambda: bench_vector_add(results, torch, timer),
+        "softmax": lambda: bench_softmax(results, torch, timer),
+        "layer norm": lambda: bench_layer_norm(results, torch, timer),
+        "warm launch": lambda: bench_launch(results, torch),
+        "compile": lambda: bench_compile(results, target, on_gpu=True),
+    }[section]
+    try:
+        run()
+    except Exception as e:
+        results.error(section, "(section)", "—", e)
+    return 0
+
+
+def run_section_child(
+    section: str, seconds: float, results: Results, info: dict, quick: bool = False
+) -> None:
+    """Run `section` in a child process (its output streams through); collect its rows."""
+    fd, sink = tempfile.mkstemp(prefix="kl-bench-rows-", suffix=".jsonl")
+    os.close(fd)
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--section", section, "--rows-out", sink]
+    if quick:
+        cmd.append("--quick")
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    status = None
+    try:
+        proc.wait(timeout=seconds)
+        status = (
+            None if proc.returncode == 0 else f"the section's process exited with {proc.returncode}"
+        )
+    except subprocess.TimeoutExpired:
+        status = f"timed out after {seconds:.0f} s (killed)"
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            proc.kill()
+        proc.wait()
+    got = 0
+    try:
+        with open(sink) as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if "row" in record:
+                    results.rows.append(record["row"])
+                    got += 1
+                elif "info" in record:
+                    info.update(record["info"])
+    finally:
+        os.unlink(sink)
+    if status is not None:
+        print(f"  {section}: {status}", flush=True)
+        results.add(section, "(section)", "—", None, "", note=f"ERROR: {status} after {got} rows")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dry-run", action="store_true",
+                        help="no GPU: print the plan, compile the kernels, time first/cached compiles")  # fmt: skip
+    parser.add_argument(
+        "--target", default=None, help="compile target for --dry-run (default sm_90)"
+    )
+    parser.add_argument("--only", default="", help="comma list of sections to run (default: all)")
+    parser.add_argument("--budget", type=float, default=225.0,
+                        help="seconds for all sections together (default 225)")  # fmt: skip
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes: a fast smoke run of every path"
+    )
+    parser.add_argument("--section", default=None, help=argparse.SUPPRESS)  # internal: one section
+    parser.add_argument("--rows-out", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        use_quick_sizes()
+    if args.section:
+        return run_section(args.section, args.rows_out)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = only - {name for name, _ in PLAN}
+    if unknown:
+        parser.error(
+            f"unknown section(s) {', '.join(sorted(unknown))}; sections: {', '.join(n for n, _ in PLAN)}"
+        )
+    start = time.perf_counter()
+    results = Results()
+    info = versions()
+    print("versions:", json.dumps(info, default=str), flush=True)
+    print(
+        f"triton: {'available ' + str(triton.__version__) if triton is not None else TRITON_ERROR}",
+        flush=True,
+    )
+
+    if args.dry_run:
+        target = args.target or "sm_90"
+        device = f"dry-run ({platform.node()}, no GPU)"
+        print("\nDRY RUN: on a GPU these measurements would run, each section in its own process:")
+        for section, what in PLAN:
+            if not only or section in only:
+                print(f"  {section:12s} {what} (at most {SECTION_SECONDS[section]} s)")
+        print(f"\nCompiling every benchmark kernel for {target}:", flush=True)
+        compile_checks(results, target)
+        if not only or "compile" in only:
+            print(f"\nCompile times in fresh processes ({target}):", flush=True)
+            bench_compile(results, target, on_gpu=False)
+        copy_gbps = None
+    else:
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise RuntimeError("torch sees no CUDA device")
+        except Exception as e:
+            print(
+                f"no GPU run possible ({type(e).__name__}: {e}); use --dry-run on a machine without one"
+            )
+            return 2
+        for section, _ in PLAN:
+            if only and section not in only:
+                continue
+            left = args.budget - (time.perf_counter() - start)
+            if left < 10:
+                results.add(
+                    section,
+                    "(section)",
+                    "—",
+                    None,
+                    "",
+                    note="ERROR: not run: the time budget is spent",
+                )
+                continue
+            seconds = min(SECTION_SECONDS[section], left)
+            print(f"\n== {section} (at most {seconds:.0f} s) ==", flush=True)
+            t0 = time.perf_counter()
+            run_section_child(section, seconds, results, info, quick=args.quick)
+            print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
+        device = info.get("device", "unknown-gpu")
+        copy_gbps = results.copy_ceiling()
+
+    elapsed = time.perf_counter() - start
+    written = (
+        [] if args.dry_run else write_json(results, device, {"versions": info, "seconds": elapsed})
+    )
+    print(
+        f"\nfinished in {elapsed:.1f} s" + (f"; results: {', '.join(written)}" if written else "")
+    )
+    print()
+    for line in key_lines(results, copy_gbps):
+        print(line)
+    print()
+    print(f"kernellab GPU benchmarks — {device} — {datetime.date.today().isoformat()}")
+    if triton is None:
+        print(f"(triton columns n/a: {TRITON_ERROR})")
+    print(render_table(results, copy_gbps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
