@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from kernellab.ir import tt
 from kernellab.language import core as tl
 
 
@@ -86,4 +85,4 @@ def location_of(op: Operation) -> tuple[str, int, int] | None:
     return None
 
 
-__all__ = ["IRBuilder", "SourceLocation", "name_value", "location_of", "tt"]
+__all__ = ["IRBuilder", "SourceLocation", "name_value", "location_of"]

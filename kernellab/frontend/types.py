@@ -1,4 +1,4 @@
-"""Language types ↔ IR types.
+"""Language types → IR types.
 
 The IR is signless (as MLIR's): `tl.int32` and `tl.uint32` both become `i32`, and signedness
 lives only in the language type that the frontend keeps next to each SSA value.
@@ -43,26 +43,6 @@ def to_ir_type(ty: tl.dtype) -> Attribute:
     if ty.name in _FLOATS:
         return _FLOATS[ty.name]()
     raise TypeError(f"{ty!r} has no IR type")
-
-
-def from_ir_type(ir_type: Attribute, signed: bool = True) -> tl.dtype:
-    """The language type of an IR type; integers come back signed unless `signed` is False
-    (IR is signless, so the caller supplies what the IR lost)."""
-    if isinstance(ir_type, TensorType):
-        return tl.block_type(from_ir_type(ir_type.element_type, signed), ir_type.get_shape())
-    if isinstance(ir_type, PointerType):
-        return tl.pointer_type(
-            from_ir_type(ir_type.pointee, signed), ir_type.address_space.value.data
-        )
-    if isinstance(ir_type, IntegerType):
-        width = ir_type.width.data
-        if width == 1:
-            return tl.int1
-        return tl.dtype(f"{'' if signed else 'u'}int{width}")
-    for name, cls in _FLOATS.items():
-        if isinstance(ir_type, cls):
-            return tl.dtype(name)
-    raise TypeError(f"IR type {ir_type} has no language type")
 
 
 def block_of(elem: tl.dtype, shape) -> tl.dtype:

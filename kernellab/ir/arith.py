@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
@@ -88,6 +87,8 @@ class _BinaryOp(IRDLOperation):
 
 
 class _UnaryOp(IRDLOperation):
+    """`arith.negf %x : tensor<128xf32>`: the result has the operand's type."""
+
     T: ClassVar = VarConstraint("T", AnyAttr())
     operand = operand_def(T)
     result = result_def(T)
@@ -216,7 +217,3 @@ ARITH = Dialect(
         *CAST_OPS.values(),
     ],
 )
-
-
-def is_float(t: Attribute) -> bool:
-    return isinstance(element_type(t), AnyFloat)

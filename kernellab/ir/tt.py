@@ -183,6 +183,11 @@ class FuncOp(IRDLOperation):
     def args(self):
         return self.body.block.args
 
+    @property
+    def is_private(self) -> bool:
+        """A function only called from this module (a @jit helper), which inlining removes."""
+        return self.sym_visibility is not None and self.sym_visibility.data == "private"
+
     @classmethod
     def parse(cls, parser):
         visibility = parser.parse_optional_visibility_keyword()
@@ -349,12 +354,10 @@ class TransOp(_UnaryShapeOp):
         super().__init__(src, result_type, {"order": DenseArrayBase.from_list(i32, list(order))})
 
 
-@irdl_op_definition
-class JoinOp(IRDLOperation):
-    """Two tensors of the same shape → one with a new minor dim of size 2."""
+class _PairOp(IRDLOperation):
+    """Two tensors of one type → one tensor of `result_type` (join, cat)."""
 
     T: ClassVar = VarConstraint("T", AnyAttr())
-    name = "tt.join"
     lhs = operand_def(T)
     rhs = operand_def(T)
     result = result_def()
@@ -363,6 +366,13 @@ class JoinOp(IRDLOperation):
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+
+@irdl_op_definition
+class JoinOp(_PairOp):
+    """Two tensors of the same shape → one with a new minor dim of size 2."""
+
+    name = "tt.join"
 
 
 @irdl_op_definition
@@ -382,19 +392,10 @@ class SplitOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CatOp(IRDLOperation):
+class CatOp(_PairOp):
     """Concatenate along dim 0 (Triton's tl.cat with can_reorder)."""
 
-    T: ClassVar = VarConstraint("T", AnyAttr())
     name = "tt.cat"
-    lhs = operand_def(T)
-    rhs = operand_def(T)
-    result = result_def()
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute):
-        super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
 
 # ------------------------------------------------------------------------------ pointers
@@ -488,8 +489,30 @@ class _PointerOpFormat:
         ptr_type = parser.parse_type()
         types = cls._operand_types(ptr_type, len(unresolved))
         operands = [parser.resolve_operand(u, t) for u, t in zip(unresolved, types)]
-        attrs = {k: v for k, v in attrs.data.items() if k != "operandSegmentSizes"} if attrs else {}
-        return cls._build(operands, ptr_type, {**keywords, **attrs})
+        props = {**keywords, **{k: v for k, v in attrs.items() if k != "operandSegmentSizes"}}
+        op = cls(*cls._init_args(operands, ptr_type, props))
+        op.properties.update(props)
+        return op
+
+    @staticmethod
+    def _operand_types(ptr_type: Attribute, count: int) -> list[Attribute]:
+        """Types of the parsed operands: (ptr, value, mask), as store and atomic_rmw take them."""
+        return [ptr_type, pointee_like(ptr_type), i1_like(ptr_type)][:count]
+
+    @staticmethod
+    def _init_args(operands: list[SSAValue], ptr_type: Attribute, props: dict) -> tuple:
+        """`__init__`'s positional arguments for parsed operands (it may take from `props`)."""
+        return tuple(operands)
+
+
+def _hint_props(cache: str, evict: str) -> dict[str, Attribute]:
+    """Cache and eviction properties, present only when set (as Triton prints them)."""
+    props: dict[str, Attribute] = {}
+    if cache:
+        props["cache"] = StringAttr(cache)
+    if evict:
+        props["evict"] = StringAttr(evict)
+    return props
 
 
 CACHE_MODIFIERS = ("", ".ca", ".cg", ".cs", ".wb", ".wt", ".cv")
@@ -515,11 +538,9 @@ class LoadOp(_PointerOpFormat, IRDLOperation):
     def _operand_types(ptr_type, count):
         return [ptr_type, i1_like(ptr_type), pointee_like(ptr_type)][:count]
 
-    @classmethod
-    def _build(cls, operands, ptr_type, props):
-        op = cls(operands[0], pointee_like(ptr_type), *operands[1:])
-        op.properties.update(props)
-        return op
+    @staticmethod
+    def _init_args(operands, ptr_type, props):
+        return (operands[0], pointee_like(ptr_type), *operands[1:])
 
     def __init__(
         self,
@@ -531,11 +552,7 @@ class LoadOp(_PointerOpFormat, IRDLOperation):
         evict: str = "",
         is_volatile: bool = False,
     ):
-        props: dict[str, Attribute] = {}
-        if cache:
-            props["cache"] = StringAttr(cache)
-        if evict:
-            props["evict"] = StringAttr(evict)
+        props = _hint_props(cache, evict)
         if is_volatile:
             props["is_volatile"] = BoolAttr(True, i1)
         super().__init__(
@@ -557,16 +574,6 @@ class StoreOp(_PointerOpFormat, IRDLOperation):
     evict = opt_prop_def(StringAttr)
     traits = traits_def(_WritesMemory())
 
-    @staticmethod
-    def _operand_types(ptr_type, count):
-        return [ptr_type, pointee_like(ptr_type), i1_like(ptr_type)][:count]
-
-    @classmethod
-    def _build(cls, operands, ptr_type, props):
-        op = cls(*operands)
-        op.properties.update(props)
-        return op
-
     def __init__(
         self,
         ptr: SSAValue,
@@ -575,12 +582,9 @@ class StoreOp(_PointerOpFormat, IRDLOperation):
         cache: str = "",
         evict: str = "",
     ):
-        props: dict[str, Attribute] = {}
-        if cache:
-            props["cache"] = StringAttr(cache)
-        if evict:
-            props["evict"] = StringAttr(evict)
-        super().__init__(operands=[ptr, value, [mask] if mask else []], properties=props)
+        super().__init__(
+            operands=[ptr, value, [mask] if mask else []], properties=_hint_props(cache, evict)
+        )
 
 
 ATOMIC_RMW_OPS = ("and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch")
@@ -604,14 +608,8 @@ class AtomicRMWOp(_PointerOpFormat, IRDLOperation):
     KEYWORD_PROPS: ClassVar[tuple[str, ...]] = ("atomic_rmw_op", "sem", "scope")
 
     @staticmethod
-    def _operand_types(ptr_type, count):
-        return [ptr_type, pointee_like(ptr_type), i1_like(ptr_type)][:count]
-
-    @classmethod
-    def _build(cls, operands, ptr_type, props):
-        op = cls(props.pop("atomic_rmw_op").data, *operands)
-        op.properties.update(props)
-        return op
+    def _init_args(operands, ptr_type, props):
+        return (props.pop("atomic_rmw_op").data, *operands)
 
     def __init__(
         self,
@@ -650,12 +648,6 @@ class AtomicCASOp(_PointerOpFormat, IRDLOperation):
     @staticmethod
     def _operand_types(ptr_type, count):
         return [ptr_type, pointee_like(ptr_type), pointee_like(ptr_type)]
-
-    @classmethod
-    def _build(cls, operands, ptr_type, props):
-        op = cls(*operands)
-        op.properties.update(props)
-        return op
 
     def __init__(
         self, ptr: SSAValue, cmp: SSAValue, val: SSAValue, sem: str = "acq_rel", scope: str = "gpu"
@@ -707,28 +699,10 @@ class DotOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
-class MulhiUIOp(IRDLOperation):
-    """High half of the unsigned product (tl.umulhi)."""
+class _SameTypeUnaryOp(IRDLOperation):
+    """`op %x : T`: the result has the operand's type."""
 
     T: ClassVar = VarConstraint("T", AnyAttr())
-    name = "tt.mulhiui"
-    lhs = operand_def(T)
-    rhs = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue):
-        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
-
-
-@irdl_op_definition
-class PreciseSqrtOp(IRDLOperation):
-    """Correctly rounded sqrt (tl.sqrt_rn); math.sqrt may be approximate on the GPU."""
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    name = "tt.precise_sqrt"
     x = operand_def(T)
     result = result_def(T)
     traits = traits_def(Pure())
@@ -738,12 +712,10 @@ class PreciseSqrtOp(IRDLOperation):
         super().__init__(operands=[x], result_types=[x.type])
 
 
-@irdl_op_definition
-class PreciseDivFOp(IRDLOperation):
-    """Correctly rounded division (tl.div_rn)."""
+class _SameTypeBinaryOp(IRDLOperation):
+    """`op %x, %y : T`: both operands and the result have one type."""
 
     T: ClassVar = VarConstraint("T", AnyAttr())
-    name = "tt.precise_divf"
     x = operand_def(T)
     y = operand_def(T)
     result = result_def(T)
@@ -752,6 +724,27 @@ class PreciseDivFOp(IRDLOperation):
 
     def __init__(self, x: SSAValue, y: SSAValue):
         super().__init__(operands=[x, y], result_types=[x.type])
+
+
+@irdl_op_definition
+class MulhiUIOp(_SameTypeBinaryOp):
+    """High half of the unsigned product (tl.umulhi)."""
+
+    name = "tt.mulhiui"
+
+
+@irdl_op_definition
+class PreciseSqrtOp(_SameTypeUnaryOp):
+    """Correctly rounded sqrt (tl.sqrt_rn); math.sqrt may be approximate on the GPU."""
+
+    name = "tt.precise_sqrt"
+
+
+@irdl_op_definition
+class PreciseDivFOp(_SameTypeBinaryOp):
+    """Correctly rounded division (tl.div_rn)."""
+
+    name = "tt.precise_divf"
 
 
 @irdl_op_definition

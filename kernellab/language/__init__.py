@@ -118,20 +118,7 @@ from kernellab.language.random import (
 )
 from kernellab.language.standard import cdiv, ravel, sigmoid, softmax, swizzle2d, zeros_like
 
-# `x.name(...)` on a kernel value means `tl.name(x, ...)` for these names (Triton's tensor
-# methods); `x.T` is `tl.trans(x)`.
-TENSOR_METHODS = {
-    fn.__name__: fn
-    for fn in (
-        to, reshape, view, trans, permute, expand_dims, broadcast_to, split, ravel,
-        sum, max, min, argmax, argmin, xor_sum, reduce, associative_scan, cumsum, cumprod,
-        exp, exp2, log, log2, cos, sin, sqrt, sqrt_rn, rsqrt, abs, floor, ceil, erf,
-        sigmoid, softmax,
-    )
-}  # fmt: skip
-
 __all__ = [
-    "TENSOR_METHODS",
     "TRITON_MAX_TENSOR_NUMEL",
     "KernelFunction",
     "PropagateNan",

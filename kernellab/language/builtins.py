@@ -211,57 +211,43 @@ def atomic_add(pointer, val, mask=None, sem=None, scope=None):
 @builtin
 def atomic_max(pointer, val, mask=None, sem=None, scope=None):
     """Atomically take the max with `val` (ints, fp32, fp64) at `pointer` where `mask` is true;
-    returns the old values.
-    sem: "acq_rel" (default), "acquire", "release", "relaxed"; scope: "gpu" (default), "cta",
-    "sys".
-    """
+    returns the old values. `sem` and `scope` as for `atomic_add`."""
 
 
 @builtin
 def atomic_min(pointer, val, mask=None, sem=None, scope=None):
     """Atomically take the min with `val` (ints, fp32, fp64) at `pointer` where `mask` is true;
-    returns the old values.
-    sem: "acq_rel" (default), "acquire", "release", "relaxed"; scope: "gpu" (default), "cta",
-    "sys".
-    """
+    returns the old values. `sem` and `scope` as for `atomic_add`."""
 
 
 @builtin
 def atomic_xchg(pointer, val, mask=None, sem=None, scope=None):
-    """Atomically replace the value with `val` at `pointer` where `mask` is true; returns the old values.
-    sem: "acq_rel" (default), "acquire", "release", "relaxed"; scope: "gpu" (default), "cta",
-    "sys".
-    """
+    """Atomically replace the value at `pointer` with `val` where `mask` is true; returns the
+    old values. `sem` and `scope` as for `atomic_add`."""
 
 
 @builtin
 def atomic_and(pointer, val, mask=None, sem=None, scope=None):
-    """Atomically and `val` into the value (ints) at `pointer` where `mask` is true; returns the old values.
-    sem: "acq_rel" (default), "acquire", "release", "relaxed"; scope: "gpu" (default), "cta",
-    "sys".
-    """
+    """Atomically and `val` into the value (ints) at `pointer` where `mask` is true; returns
+    the old values. `sem` and `scope` as for `atomic_add`."""
 
 
 @builtin
 def atomic_or(pointer, val, mask=None, sem=None, scope=None):
-    """Atomically or `val` into the value (ints) at `pointer` where `mask` is true; returns the old values.
-    sem: "acq_rel" (default), "acquire", "release", "relaxed"; scope: "gpu" (default), "cta",
-    "sys".
-    """
+    """Atomically or `val` into the value (ints) at `pointer` where `mask` is true; returns
+    the old values. `sem` and `scope` as for `atomic_add`."""
 
 
 @builtin
 def atomic_xor(pointer, val, mask=None, sem=None, scope=None):
-    """Atomically xor `val` into the value (ints) at `pointer` where `mask` is true; returns the old values.
-    sem: "acq_rel" (default), "acquire", "release", "relaxed"; scope: "gpu" (default), "cta",
-    "sys".
-    """
+    """Atomically xor `val` into the value (ints) at `pointer` where `mask` is true; returns
+    the old values. `sem` and `scope` as for `atomic_add`."""
 
 
 @builtin
 def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     """Atomically: where the value at `pointer` equals `cmp`, write `val`; returns the old
-    values (16/32/64-bit elements).
+    values (16/32/64-bit elements). `sem` and `scope` as for `atomic_add`.
 
     while tl.atomic_cas(lock, 0, 1) == 1: pass
     """

@@ -55,10 +55,7 @@ def remove_dead_functions(module: ModuleOp) -> bool:
         dead = [
             f
             for f in module.ops
-            if isinstance(f, tt.FuncOp)
-            and f.sym_visibility is not None
-            and f.sym_visibility.data == "private"
-            and f.sym_name.data not in called
+            if isinstance(f, tt.FuncOp) and f.is_private and f.sym_name.data not in called
         ]
         if not dead:
             return changed

@@ -32,10 +32,6 @@ def run(module: ModuleOp) -> bool:
     return remove_dead_functions(module) or changed
 
 
-def _is_private(func: tt.FuncOp) -> bool:
-    return func.sym_visibility is not None and func.sym_visibility.data == "private"
-
-
 def _flatten(name: str, functions: dict, flat: set[str], stack: tuple[str, ...]) -> bool:
     """Inline every call to a private function inside `name` (callees flattened first)."""
     if name in flat:
@@ -48,7 +44,7 @@ def _flatten(name: str, functions: dict, flat: set[str], stack: tuple[str, ...])
         callee = functions.get(callee_name)
         if callee is None:
             raise InlineError(f"call to @{callee_name}, which is not defined in this module")
-        if not _is_private(callee):
+        if not callee.is_private:
             continue
         _flatten(callee_name, functions, flat, (*stack, name))
         _inline_call(call, callee)

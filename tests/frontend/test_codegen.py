@@ -10,7 +10,7 @@ import re
 
 import kernellab.language as tl
 from kernellab.frontend import generate_ttir
-from kernellab.ir import print_module
+from kernellab.ir import parse_module, print_module
 from kernellab.language.core import KernelFunction, kernel_function
 from tests.filecheck import check, check_not
 
@@ -70,6 +70,19 @@ def test_every_op_carries_its_source_line():
     line = start + next(i for i, text in enumerate(lines) if "mask = offs < n" in text)
     col = lines[line - start].index("offs < n")
     check(ir, [R(rf'%mask = arith.cmpi .* loc\(".*test_codegen.py":{line}:{col}\)')])
+
+
+def cache_hints(x_ptr, out_ptr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs, cache_modifier=".cg", eviction_policy="evict_last", volatile=True)
+    tl.store(out_ptr + offs, x, cache_modifier=".wb")
+
+
+def test_memory_hints_print_and_parse_back():
+    ir = ttir(cache_hints, {"x_ptr": "*fp32", "out_ptr": "*fp32"})
+    check(ir, [R(r'tt.load .*\{cache = ".cg", evict = "evict_last", is_volatile = true\}'),
+               R(r'tt.store .*\{cache = ".wb"\}')])  # fmt: skip
+    assert print_module(parse_module(ir)) == ir
 
 
 def scalar_arith(a, b, out_ptr, K: tl.constexpr):

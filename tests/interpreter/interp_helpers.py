@@ -14,28 +14,38 @@ def run(text: str, args, grid, trace=None):
     return kernel
 
 
+def program_offsets(n: int, prefix: str = "") -> str:
+    """TTIR lines defining `%<prefix>offs = pid * n + [0, n)` (tensor<n x i32>); needs %pid."""
+    p = prefix
+    return f"""
+    %{p}n = arith.constant {n} : i32
+    %{p}start = arith.muli %pid, %{p}n : i32
+    %{p}start_s = tt.splat %{p}start : i32 -> tensor<{n}xi32>
+    %{p}range = tt.make_range {{start = 0 : i32, end = {n} : i32}} : tensor<{n}xi32>
+    %{p}offs = arith.addi %{p}start_s, %{p}range : tensor<{n}xi32>"""
+
+
+def pointers(name: str, ptr: str, t: str, n: int, offs: str) -> str:
+    """TTIR lines defining `%<name> = %<ptr> + %<offs>`, a tensor<n x !tt.ptr<t>>."""
+    return f"""
+    %{name}_s = tt.splat %{ptr} : !tt.ptr<{t}> -> tensor<{n}x!tt.ptr<{t}>>
+    %{name} = tt.addptr %{name}_s, %{offs} : tensor<{n}x!tt.ptr<{t}>>, tensor<{n}xi32>"""
+
+
 def elementwise(body: str, in_types: list[str], out_type: str, n: int) -> str:
     """A kernel loading inputs %x0, %x1, ... (tensor<n x T>) at offset pid*n, running `body`
     (which defines %out of tensor<n x out_type>) and storing %out."""
-    params, loads = [], []
-    for k, t in enumerate(in_types):
-        params.append(f"%p{k}: !tt.ptr<{t}>")
-        loads.append(f"""
-    %s{k} = tt.splat %p{k} : !tt.ptr<{t}> -> tensor<{n}x!tt.ptr<{t}>>
-    %a{k} = tt.addptr %s{k}, %offs : tensor<{n}x!tt.ptr<{t}>>, tensor<{n}xi32>
-    %x{k} = tt.load %a{k} : tensor<{n}x!tt.ptr<{t}>>""")
+    params = [f"%p{k}: !tt.ptr<{t}>" for k, t in enumerate(in_types)]
+    loads = "".join(
+        pointers(f"a{k}", f"p{k}", t, n, "offs")
+        + f"\n    %x{k} = tt.load %a{k} : tensor<{n}x!tt.ptr<{t}>>"
+        for k, t in enumerate(in_types)
+    )
     return f"""
 builtin.module {{
   tt.func public @k({", ".join(params)}, %out_ptr: !tt.ptr<{out_type}>) {{
-    %pid = tt.get_program_id x : i32
-    %n = arith.constant {n} : i32
-    %start = arith.muli %pid, %n : i32
-    %start_s = tt.splat %start : i32 -> tensor<{n}xi32>
-    %range = tt.make_range {{start = 0 : i32, end = {n} : i32}} : tensor<{n}xi32>
-    %offs = arith.addi %start_s, %range : tensor<{n}xi32>{"".join(loads)}
-    {body}
-    %os = tt.splat %out_ptr : !tt.ptr<{out_type}> -> tensor<{n}x!tt.ptr<{out_type}>>
-    %oa = tt.addptr %os, %offs : tensor<{n}x!tt.ptr<{out_type}>>, tensor<{n}xi32>
+    %pid = tt.get_program_id x : i32{program_offsets(n)}{loads}
+    {body}{pointers("oa", "out_ptr", out_type, n, "offs")}
     tt.store %oa, %out : tensor<{n}x!tt.ptr<{out_type}>>
     tt.return
   }}
@@ -68,24 +78,10 @@ def tile_io(t: str, rows: int, cols: int, out_t: str, out_len: int, body: str) -
     return f"""
 builtin.module {{
   tt.func public @k(%in_ptr: !tt.ptr<{t}>, %out_ptr: !tt.ptr<{out_t}>) {{
-    %pid = tt.get_program_id x : i32
-    %n = arith.constant {n} : i32
-    %start = arith.muli %pid, %n : i32
-    %start_s = tt.splat %start : i32 -> tensor<{n}xi32>
-    %range = tt.make_range {{start = 0 : i32, end = {n} : i32}} : tensor<{n}xi32>
-    %offs = arith.addi %start_s, %range : tensor<{n}xi32>
-    %ps = tt.splat %in_ptr : !tt.ptr<{t}> -> tensor<{n}x!tt.ptr<{t}>>
-    %pa = tt.addptr %ps, %offs : tensor<{n}x!tt.ptr<{t}>>, tensor<{n}xi32>
+    %pid = tt.get_program_id x : i32{program_offsets(n)}{pointers("pa", "in_ptr", t, n, "offs")}
     %flat = tt.load %pa : tensor<{n}x!tt.ptr<{t}>>
     %x = tt.reshape %flat : tensor<{n}x{t}> -> tensor<{rows}x{cols}x{t}>
-    {body}
-    %m = arith.constant {out_len} : i32
-    %ostart = arith.muli %pid, %m : i32
-    %ostart_s = tt.splat %ostart : i32 -> tensor<{out_len}xi32>
-    %orange = tt.make_range {{start = 0 : i32, end = {out_len} : i32}} : tensor<{out_len}xi32>
-    %ooffs = arith.addi %ostart_s, %orange : tensor<{out_len}xi32>
-    %os = tt.splat %out_ptr : !tt.ptr<{out_t}> -> tensor<{out_len}x!tt.ptr<{out_t}>>
-    %oa = tt.addptr %os, %ooffs : tensor<{out_len}x!tt.ptr<{out_t}>>, tensor<{out_len}xi32>
+    {body}{program_offsets(out_len, "o")}{pointers("oa", "out_ptr", out_t, out_len, "ooffs")}
     tt.store %oa, %out : tensor<{out_len}x!tt.ptr<{out_t}>>
     tt.return
   }}

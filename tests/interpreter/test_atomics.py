@@ -5,7 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from interp_helpers import poisoned, run
+from interp_helpers import pointers, poisoned, program_offsets, run
 
 from kernellab.backends.interpreter import prepare
 from kernellab.ir import parse_module
@@ -14,29 +14,18 @@ L, P, SLOTS = 16, 5, 4
 
 
 def rmw_kernel(op: str, t: str, use_old: bool = True) -> str:
-    store_old = f"""
-    %os = tt.splat %old_ptr : !tt.ptr<{t}> -> tensor<{L}x!tt.ptr<{t}>>
-    %oa = tt.addptr %os, %offs : tensor<{L}x!tt.ptr<{t}>>, tensor<{L}xi32>
+    store_old = pointers("oa", "old_ptr", t, L, "offs") + f"""
     tt.store %oa, %old : tensor<{L}x!tt.ptr<{t}>>""" if use_old else ""
     return f"""
 builtin.module {{
   tt.func public @k(%target: !tt.ptr<{t}>, %val_ptr: !tt.ptr<{t}>, %old_ptr: !tt.ptr<{t}>, %active: i32) {{
-    %pid = tt.get_program_id x : i32
-    %n = arith.constant {L} : i32
-    %start = arith.muli %pid, %n : i32
-    %ss = tt.splat %start : i32 -> tensor<{L}xi32>
-    %r = tt.make_range {{start = 0 : i32, end = {L} : i32}} : tensor<{L}xi32>
-    %offs = arith.addi %ss, %r : tensor<{L}xi32>
-    %vs = tt.splat %val_ptr : !tt.ptr<{t}> -> tensor<{L}x!tt.ptr<{t}>>
-    %va = tt.addptr %vs, %offs : tensor<{L}x!tt.ptr<{t}>>, tensor<{L}xi32>
+    %pid = tt.get_program_id x : i32{program_offsets(L)}{pointers("va", "val_ptr", t, L, "offs")}
     %v = tt.load %va : tensor<{L}x!tt.ptr<{t}>>
     %slots = arith.constant {SLOTS} : i32
     %slots_s = tt.splat %slots : i32 -> tensor<{L}xi32>
-    %slot = arith.remsi %r, %slots_s : tensor<{L}xi32>
-    %ts = tt.splat %target : !tt.ptr<{t}> -> tensor<{L}x!tt.ptr<{t}>>
-    %ta = tt.addptr %ts, %slot : tensor<{L}x!tt.ptr<{t}>>, tensor<{L}xi32>
+    %slot = arith.remsi %range, %slots_s : tensor<{L}xi32>{pointers("ta", "target", t, L, "slot")}
     %act = tt.splat %active : i32 -> tensor<{L}xi32>
-    %mask = arith.cmpi slt, %r, %act : tensor<{L}xi32>
+    %mask = arith.cmpi slt, %range, %act : tensor<{L}xi32>
     %old = tt.atomic_rmw {op}, acq_rel, gpu, %ta, %v, %mask : tensor<{L}x!tt.ptr<{t}>>{store_old}
     tt.return
   }}
@@ -46,20 +35,20 @@ builtin.module {{
 
 def sequential(op, target, vals, active, dtype):
     """Reference: apply lanes one at a time in (program, lane) order."""
+    update = {
+        "add": lambda cur, v: cur + v, "fadd": lambda cur, v: dtype(cur + v),
+        "max": max, "min": min, "exch": lambda cur, v: v, "xor": lambda cur, v: cur ^ v,
+        "and": lambda cur, v: cur & v, "or": lambda cur, v: cur | v,
+        "umax": lambda cur, v: max(cur.view(np.uint32), v.view(np.uint32)).view(np.int32),
+    }[op]  # fmt: skip
     mem = target.copy()
     old = np.zeros_like(vals)
     for p in range(P):
         for lane in range(active):
-            i, v = lane % SLOTS, vals[p, lane]
-            cur = mem[i]
-            old[p, lane] = cur
+            i = lane % SLOTS
+            old[p, lane] = mem[i]
             with np.errstate(over="ignore"):
-                mem[i] = {
-                    "add": lambda: cur + v, "fadd": lambda: dtype(cur + v), "max": lambda: max(cur, v),
-                    "min": lambda: min(cur, v), "exch": lambda: v, "xor": lambda: cur ^ v,
-                    "and": lambda: cur & v, "or": lambda: cur | v,
-                    "umax": lambda: max(cur.view(np.uint32), v.view(np.uint32)).view(np.int32),
-                }[op]()  # fmt: skip
+                mem[i] = update(mem[i], vals[p, lane])
     return mem, old
 
 

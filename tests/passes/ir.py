@@ -19,3 +19,10 @@ def apply(pass_module, text: str, expect_changed: bool | None = True) -> str:
     if expect_changed is not None:
         assert changed is expect_changed, f"changed={changed}, expected {expect_changed}"
     return print_module(module)
+
+
+def run_on_body(
+    pass_module, body: str, args: str = "", results: str = "", changed: bool | None = True
+) -> str:
+    """`apply` to the one-function module around `body` (see `module_text`)."""
+    return apply(pass_module, module_text(body, args, results), expect_changed=changed)

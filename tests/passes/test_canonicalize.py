@@ -9,11 +9,11 @@ import pytest
 from kernellab.passes import canonicalize
 from tests.filecheck import check, check_not
 
-from .ir import apply, module_text
+from .ir import run_on_body
 
 
 def fold(body: str, args: str = "", results: str = "", changed: bool | None = True) -> str:
-    return apply(canonicalize, module_text(body, args, results), expect_changed=changed)
+    return run_on_body(canonicalize, body, args, results, changed)
 
 
 # -------------------------------------------------------------------------- integer folds

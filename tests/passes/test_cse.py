@@ -7,14 +7,13 @@ import re
 from kernellab.passes import cse
 from tests.filecheck import check, check_not
 
-from .ir import apply, module_text
+from .ir import run_on_body
 
 
 def test_duplicate_pure_ops_merge_keeping_the_first():
-    ir = apply(
+    ir = run_on_body(
         cse,
-        module_text(
-            """
+        """
     %s1 = tt.splat %n : i32 -> tensor<8xi32>
     %r = tt.make_range {start = 0 : i32, end = 8 : i32} : tensor<8xi32>
     %m1 = arith.cmpi slt, %r, %s1 : tensor<8xi32>
@@ -24,9 +23,8 @@ def test_duplicate_pure_ops_merge_keeping_the_first():
     %c2 = arith.constant 4 : i32
     %sum = arith.addi %c1, %c2 : i32
     tt.return %m1, %m2, %sum : tensor<8xi1>, tensor<8xi1>, i32""",
-            args="%n: i32",
-            results="(tensor<8xi1>, tensor<8xi1>, i32)",
-        ),
+        args="%n: i32",
+        results="(tensor<8xi1>, tensor<8xi1>, i32)",
     )
     check(ir, ["%s1 = tt.splat", "%m1 = arith.cmpi slt, %r, %s1", "arith.addi %c1, %c1",
                "tt.return %m1, %m1, %sum"])  # fmt: skip
@@ -34,10 +32,9 @@ def test_duplicate_pure_ops_merge_keeping_the_first():
 
 
 def test_different_predicates_attributes_or_types_do_not_merge():
-    ir = apply(
+    ir = run_on_body(
         cse,
-        module_text(
-            """
+        """
     %a = arith.cmpi slt, %x, %y : i32
     %b = arith.cmpi sgt, %x, %y : i32
     %c = arith.constant 0 : i32
@@ -45,37 +42,33 @@ def test_different_predicates_attributes_or_types_do_not_merge():
     %e = tt.get_program_id x : i32
     %f = tt.get_program_id y : i32
     tt.return %a, %b, %c, %d, %e, %f : i1, i1, i32, i64, i32, i32""",
-            args="%x: i32, %y: i32",
-            results="(i1, i1, i32, i64, i32, i32)",
-        ),
-        expect_changed=False,
+        args="%x: i32, %y: i32",
+        results="(i1, i1, i32, i64, i32, i32)",
+        changed=False,
     )
     check(ir, ["tt.return %a, %b, %c, %d, %e, %f"])
 
 
 def test_loads_are_not_merged_across_a_store():
-    ir = apply(
+    ir = run_on_body(
         cse,
-        module_text(
-            """
+        """
     %v1 = tt.load %p : !tt.ptr<f32>
     %w = arith.addf %v1, %v1 : f32
     tt.store %p, %w : !tt.ptr<f32>
     %v2 = tt.load %p : !tt.ptr<f32>
     tt.return %v2 : f32""",
-            args="%p: !tt.ptr<f32>",
-            results="f32",
-        ),
-        expect_changed=False,
+        args="%p: !tt.ptr<f32>",
+        results="f32",
+        changed=False,
     )
     check(ir, ["%v1 = tt.load %p", "tt.store %p, %w", "%v2 = tt.load %p", "tt.return %v2"])
 
 
 def test_outer_values_are_reused_inside_regions_not_the_reverse():
-    ir = apply(
+    ir = run_on_body(
         cse,
-        module_text(
-            """
+        """
     %outer = arith.muli %x, %x : i32
     %r = scf.if %c -> (i32) {
       %inner = arith.muli %x, %x : i32
@@ -88,9 +81,8 @@ def test_outer_values_are_reused_inside_regions_not_the_reverse():
     %after = arith.addi %x, %outer : i32
     %s = arith.addi %r, %after : i32
     tt.return %s : i32""",
-            args="%x: i32, %c: i1",
-            results="i32",
-        ),
+        args="%x: i32, %c: i1",
+        results="i32",
     )
     # %inner merges into %outer; the two branches' adds and %after are in sibling/outer scopes
     check(ir, ["%outer = arith.muli", "scf.if", "%only_then = arith.addi %x, %outer",
@@ -100,10 +92,9 @@ def test_outer_values_are_reused_inside_regions_not_the_reverse():
 
 
 def test_loop_body_reuses_values_from_before_the_loop():
-    ir = apply(
+    ir = run_on_body(
         cse,
-        module_text(
-            """
+        """
     %lb = arith.constant 0 : i32
     %step = arith.constant 1 : i32
     %base = tt.splat %x : i32 -> tensor<4xi32>
@@ -114,9 +105,8 @@ def test_loop_body_reuses_values_from_before_the_loop():
       scf.yield %next : tensor<4xi32>
     }
     tt.return %r : tensor<4xi32>""",
-            args="%x: i32, %n: i32",
-            results="tensor<4xi32>",
-        ),
+        args="%x: i32, %n: i32",
+        results="tensor<4xi32>",
     )
     check(ir, [re.compile(r"scf.for .*\{"), "%next = arith.addi %acc, %base"])
     check_not(ir, ["%again", "%one"])

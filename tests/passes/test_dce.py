@@ -5,14 +5,13 @@ from __future__ import annotations
 from kernellab.passes import dce
 from tests.filecheck import check, check_not
 
-from .ir import apply, module_text
+from .ir import apply, run_on_body
 
 
 def test_dead_chains_go_and_effects_stay():
-    ir = apply(
+    ir = run_on_body(
         dce,
-        module_text(
-            """
+        """
     %a = arith.addi %x, %x : i32
     %b = arith.muli %a, %a : i32
     %s = tt.splat %b : i32 -> tensor<4xi32>
@@ -21,8 +20,7 @@ def test_dead_chains_go_and_effects_stay():
     tt.store %p, %kept : !tt.ptr<i32>
     %old = tt.atomic_rmw add, acq_rel, gpu, %p, %x : !tt.ptr<i32>
     tt.return""",
-            args="%x: i32, %p: !tt.ptr<i32>",
-        ),
+        args="%x: i32, %p: !tt.ptr<i32>",
     )
     # loads stay too: the interpreter reports out-of-bounds loads, so they are observable
     check(ir, ["%unused_load = tt.load", "%kept = arith.subi", "tt.store %p, %kept",
@@ -31,10 +29,9 @@ def test_dead_chains_go_and_effects_stay():
 
 
 def test_pure_loops_without_users_go_effectful_ones_stay():
-    ir = apply(
+    ir = run_on_body(
         dce,
-        module_text(
-            """
+        """
     %lb = arith.constant 0 : i32
     %step = arith.constant 1 : i32
     %pure = scf.for %i = %lb to %n step %step iter_args(%acc = %x) -> (i32) : i32 {
@@ -54,8 +51,7 @@ def test_pure_loops_without_users_go_effectful_ones_stay():
       scf.yield %b1 : i32
     }
     tt.return""",
-            args="%x: i32, %n: i32, %p: !tt.ptr<i32>",
-        ),
+        args="%x: i32, %n: i32, %p: !tt.ptr<i32>",
     )
     check(ir, ["%stores = scf.for %j", "tt.store %p, %acc2", "scf.while"])
     check_not(ir, ["%pure", "%next"])
@@ -88,9 +84,6 @@ def test_private_functions_nobody_calls_go():
 
 
 def test_nothing_dead_means_unchanged():
-    ir = apply(
-        dce,
-        module_text("    %y = arith.addi %x, %x : i32\n    tt.return %y : i32", "%x: i32", "i32"),
-        expect_changed=False,
-    )
+    body = "    %y = arith.addi %x, %x : i32\n    tt.return %y : i32"
+    ir = run_on_body(dce, body, "%x: i32", "i32", changed=False)
     check(ir, ["%y = arith.addi %x, %x", "tt.return %y"])

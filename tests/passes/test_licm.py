@@ -7,16 +7,15 @@ import re
 from kernellab.passes import licm
 from tests.filecheck import check, check_not
 
-from .ir import apply, module_text
+from .ir import run_on_body
 
 LOOP_ARGS = "%p: !tt.ptr<f32>, %n: i32, %x: i32"
 
 
 def test_invariant_ops_hoist_loads_stay():
-    ir = apply(
+    ir = run_on_body(
         licm,
-        module_text(
-            """
+        """
     %lb = arith.constant 0 : i32
     %step = arith.constant 1 : i32
     %init = arith.constant 0.0 : f32
@@ -31,9 +30,8 @@ def test_invariant_ops_hoist_loads_stay():
       scf.yield %t : f32
     }
     tt.return %r : f32""",
-            LOOP_ARGS,
-            "f32",
-        ),
+        LOOP_ARGS,
+        "f32",
     )
     check(ir, ["%scaled = arith.muli %x, %n", "%ptr = tt.addptr %p, %scaled",
                re.compile(r"scf.for %i .*\{"), "%v = tt.load %ptr", "%moving = tt.addptr %p, %i",
@@ -41,10 +39,9 @@ def test_invariant_ops_hoist_loads_stay():
 
 
 def test_ops_climb_out_of_nested_loops():
-    ir = apply(
+    ir = run_on_body(
         licm,
-        module_text(
-            """
+        """
     %lb = arith.constant 0 : i32
     %step = arith.constant 1 : i32
     scf.for %i = %lb to %n step %step : i32 {
@@ -58,8 +55,7 @@ def test_ops_climb_out_of_nested_loops():
       }
     }
     tt.return""",
-            LOOP_ARGS,
-        ),
+        LOOP_ARGS,
     )
     check(ir, ["%both = arith.addi %x, %n", "%c = arith.constant 1.0", "scf.for %i",
                "%outer_only = arith.addi %i, %x", "scf.for %j", "%neither = arith.addi %j",
@@ -67,10 +63,9 @@ def test_ops_climb_out_of_nested_loops():
 
 
 def test_while_body_ops_hoist():
-    ir = apply(
+    ir = run_on_body(
         licm,
-        module_text(
-            """
+        """
     %lb = arith.constant 0 : i32
     %w = scf.while (%a = %lb) : (i32) -> i32 {
       %limit = arith.muli %n, %x : i32
@@ -83,18 +78,16 @@ def test_while_body_ops_hoist():
       scf.yield %b1 : i32
     }
     tt.return""",
-            LOOP_ARGS,
-        ),
+        LOOP_ARGS,
     )
     check(ir, ["%limit = arith.muli", "%inc = arith.addi %x, %x", "scf.while",
                "%go = arith.cmpi slt, %a, %limit", "%b1 = arith.addi %b, %inc"])  # fmt: skip
 
 
 def test_division_that_could_fault_and_nested_regions_stay():
-    ir = apply(
+    ir = run_on_body(
         licm,
-        module_text(
-            """
+        """
     %lb = arith.constant 0 : i32
     %step = arith.constant 1 : i32
     %four = arith.constant 4 : i32
@@ -114,8 +107,7 @@ def test_division_that_could_fault_and_nested_regions_stay():
       tt.store %ptr2, %zero : !tt.ptr<f32>
     }
     tt.return""",
-            LOOP_ARGS,
-        ),
+        LOOP_ARGS,
     )
     check(ir, ["%by_four = arith.divsi %x, %four", "%zero = arith.constant", "scf.for",
                "%by_n = arith.divsi %x, %n", "scf.if", "%in_branch = arith.muli",
@@ -123,10 +115,9 @@ def test_division_that_could_fault_and_nested_regions_stay():
 
 
 def test_nothing_invariant_means_unchanged():
-    ir = apply(
+    ir = run_on_body(
         licm,
-        module_text(
-            """
+        """
     %lb = arith.constant 0 : i32
     %step = arith.constant 1 : i32
     scf.for %i = %lb to %n step %step : i32 {
@@ -135,9 +126,8 @@ def test_nothing_invariant_means_unchanged():
       tt.store %ptr, %v : !tt.ptr<f32>
     }
     tt.return""",
-            LOOP_ARGS,
-        ),
-        expect_changed=False,
+        LOOP_ARGS,
+        changed=False,
     )
     check_not(ir, ["arith.muli"])
     check(ir, ["scf.for", "%ptr = tt.addptr %p, %i", "%v = tt.load %ptr"])

@@ -15,12 +15,13 @@ import numpy as np
 from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+from kernellab.backends.interpreter.frame import Frame
 from kernellab.backends.interpreter.memory import Site
 from kernellab.frontend.builder import location_of
 from kernellab.ir import tt
 
-Instr = Callable[["object"], None]
-BUILDERS: dict[type, Callable[["Compiler", Operation], Instr | None]] = {}
+Instr = Callable[[Frame], None]  # runs one op on a frame
+BUILDERS: dict[type, Callable[[Compiler, Operation], Instr | None]] = {}
 _TERMINATORS = (scf.YieldOp, scf.ConditionOp, tt.ReduceReturnOp, tt.ScanReturnOp, tt.ReturnOp)
 
 

@@ -41,11 +41,11 @@ def prepare(module: ModuleOp) -> InterpretedKernel:
 
 def _spins(func: tt.FuncOp) -> bool:
     """Does an scf.while loop contain an atomic (a lock that other programs release)?"""
-    for op in func.walk():
-        if isinstance(op, scf.WhileOp):
-            if any(isinstance(o, tt.AtomicRMWOp | tt.AtomicCASOp) for o in op.walk()):
-                return True
-    return False
+    return any(
+        isinstance(op, scf.WhileOp)
+        and any(isinstance(o, tt.AtomicRMWOp | tt.AtomicCASOp) for o in op.walk())
+        for op in func.walk()
+    )
 
 
 def _reinterprets_pointers(func: tt.FuncOp) -> bool:

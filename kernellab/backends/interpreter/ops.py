@@ -68,7 +68,7 @@ _INT_BINARY = {
     "maxui": _on_unsigned(np.maximum), "minui": _on_unsigned(np.minimum),
 }  # fmt: skip
 # i1 is one bit: add/sub are xor, mul is and; as signed values true is -1 (so smaller).
-_BOOL_BINARY = {
+BOOL_BINARY = {
     "addi": np.logical_xor, "subi": np.logical_xor, "muli": np.logical_and,
     "andi": np.logical_and, "ori": np.logical_or, "xori": np.logical_xor,
     "maxui": np.logical_or, "minui": np.logical_and,
@@ -87,7 +87,7 @@ def binary_fn(name: str, dt: np.dtype):
     if name in _FLOAT_BINARY:
         return _narrow(_FLOAT_BINARY[name], dt)
     if dt == np.bool_:
-        return _BOOL_BINARY.get(name) or _via_uint8(_INT_BINARY[name])
+        return BOOL_BINARY.get(name) or _via_uint8(_INT_BINARY[name])
     return _INT_BINARY[name]
 
 

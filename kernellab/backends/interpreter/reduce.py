@@ -17,7 +17,7 @@ import numpy as np
 
 from kernellab.backends.interpreter.compiler import builds
 from kernellab.backends.interpreter.dtypes import NARROW_FLOATS, np_dtype, unsigned
-from kernellab.backends.interpreter.ops import binary_fn
+from kernellab.backends.interpreter.ops import BOOL_BINARY, binary_fn
 from kernellab.ir import arith, tt
 
 _ORDER_FREE = {  # exact and commutative: any order gives the same result
@@ -26,9 +26,6 @@ _ORDER_FREE = {  # exact and commutative: any order gives the same result
     "maxui": np.maximum, "minui": np.minimum, "maximumf": np.maximum, "minimumf": np.minimum,
     "maxnumf": np.fmax, "minnumf": np.fmin,
 }  # fmt: skip
-_BOOL = {"addi": np.logical_xor, "muli": np.logical_and, "andi": np.logical_and,
-         "ori": np.logical_or, "xori": np.logical_xor, "maxui": np.logical_or,
-         "minui": np.logical_and, "maxsi": np.logical_and, "minsi": np.logical_or}  # fmt: skip
 _TREE = ("addf", "mulf")
 _ACCUMULATE = {"addi": np.add, "muli": np.multiply, "addf": np.add, "mulf": np.multiply}
 
@@ -50,7 +47,7 @@ def single_op(region) -> str | None:
 def _ufunc(name: str, dt: np.dtype):
     """(ufunc, reads-unsigned) for an order-free op on `dt`, or None."""
     if dt == np.bool_:
-        return (_BOOL[name], False) if name in _BOOL else None
+        return (BOOL_BINARY[name], False) if name in BOOL_BINARY else None
     if name not in _ORDER_FREE or (name.endswith("f") and dt in NARROW_FLOATS):
         return None
     return _ORDER_FREE[name], name.endswith("ui")
@@ -105,7 +102,7 @@ def _reduce(c, op):
             r = ufunc.reduce(unsigned(x) if as_unsigned else x, axis=axis)
             outs = [r.view(dt) if as_unsigned else r]
         elif tree is not None:
-            outs = tree_reduce([np.moveaxis(xs[0], axis, -1)], lambda l, r: [tree(l[0], r[0])], True)
+            outs = tree_reduce([np.moveaxis(xs[0], axis, -1)], lambda lhs, rhs: [tree(lhs[0], rhs[0])], True)
         else:
             outs = tree_reduce([np.moveaxis(x, axis, -1) for x in xs], _region_fn(combine, fr))
         for s, v in zip(results, outs):
@@ -132,7 +129,7 @@ def _accumulator(name: str | None, dt: np.dtype):
     if name is None or dt in NARROW_FLOATS:
         return None
     if dt == np.bool_:
-        return _BOOL.get(name)
+        return BOOL_BINARY.get(name)
     if name in _ACCUMULATE:
         return _ACCUMULATE[name]
     return _ORDER_FREE[name] if name in _ORDER_FREE and not name.endswith("ui") else None

@@ -1,0 +1,311 @@
+"""One kernel function → one `tt.func`, and the module of all functions a kernel calls.
+
+`generate_ttir` compiles the kernel with a `FunctionGenerator`; every call of another kernel
+function specializes it on its compile-time arguments through the compilation unit, which
+builds each specialization once as a private `tt.func`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    SymbolRefAttr,
+    i32,
+)
+from xdsl.ir import Block, Region
+
+from kernellab.frontend.builder import IRBuilder, name_value
+from kernellab.frontend.codegen.base import RETURN, Arg, Return
+from kernellab.frontend.codegen.control_flow import normalize_returns
+from kernellab.frontend.codegen.expressions import ExpressionVisitor
+from kernellab.frontend.codegen.statements import StatementVisitor
+from kernellab.frontend.errors import CompilationError, SemanticError
+from kernellab.frontend.semantic import Semantic
+from kernellab.frontend.types import to_ir_type
+from kernellab.frontend.values import const, describe, is_runtime, show, unwrap, unwrap_deep
+from kernellab.ir import tt
+from kernellab.language import core as tl
+
+
+def generate_ttir(
+    fn: tl.KernelFunction,
+    signature: dict[str, tl.dtype | str],
+    constexprs: dict[str, Any],
+    attrs: dict[str, dict[str, int]] | None = None,
+) -> ModuleOp:
+    """Compile `fn` specialized on `signature` (runtime parameter → dtype or "*fp32"-style
+    text) and `constexprs` (parameter → value) into a module: one public `tt.func` named
+    after the kernel, with `attrs` (parameter → {"tt.divisibility": 16, ...}) on its
+    arguments, plus a private `tt.func` per called kernel function."""
+    unit = _CompilationUnit()
+    generator = FunctionGenerator(unit, fn, is_kernel=True)
+    params = generator.kernel_params(signature, constexprs, attrs or {})
+    func, _ = generator.build(fn.__name__, params, visibility="public")
+    block = unit.module.body.block
+    if block.first_op is None:
+        block.add_op(func)
+    else:  # the kernel first, then the functions it calls
+        block.insert_op_before(func, block.first_op)
+    return unit.module
+
+
+# ------------------------------------------------------------------------- the module
+
+
+@dataclass
+class _Callee:
+    """A generated private function: its symbol and how to rebuild its return value.
+
+    `results` has one entry per returned value: an `Arg` (a `tt.func` result) or a
+    compile-time value (returned without IR).
+    """
+
+    name: str
+    results: list
+    is_tuple: bool
+    has_body: bool
+
+
+class _CompilationUnit:
+    """The module being built and the kernel functions specialized into it so far."""
+
+    def __init__(self):
+        self.module = ModuleOp([])
+        self.callees: dict[tuple, _Callee] = {}
+        self.in_progress: list[tl.KernelFunction] = []
+        self.symbols: set[str] = set()
+
+    def callee(self, fn: tl.KernelFunction, params: list[tuple[str, Any]]) -> _Callee:
+        """The private function for `fn` specialized on `params` (name → type or constexpr)."""
+        key = (fn, tuple((n, _spec_key(v)) for n, v in params))
+        if key in self.callees:
+            return self.callees[key]
+        if fn in self.in_progress:
+            chain = " → ".join(f.__name__ for f in [*self.in_progress, fn])
+            raise SemanticError(
+                f"recursive kernel functions are not supported ({chain}); rewrite the recursion "
+                "as a loop"
+            )
+        name = self._symbol(fn, params)
+        self.in_progress.append(fn)
+        try:
+            generator = FunctionGenerator(self, fn, is_kernel=False)
+            func, callee = generator.build(name, params, visibility="private")
+        finally:
+            self.in_progress.pop()
+        if callee.has_body:  # a function that only computes constants needs no symbol
+            self.module.body.block.add_op(func)
+        self.callees[key] = callee
+        return callee
+
+    def _symbol(self, fn: tl.KernelFunction, params: list[tuple[str, Any]]) -> str:
+        parts = [show(v.type) if isinstance(v, Arg) else f"c{unwrap_deep(v)!r}" for _, v in params]
+        base = "__".join(re.sub(r"[^A-Za-z0-9]+", "_", p).strip("_") for p in [fn.__name__, *parts])
+        name, n = base, 1
+        while name in self.symbols:
+            name, n = f"{base}_{n}", n + 1
+        self.symbols.add(name)
+        return name
+
+
+def _spec_key(value: Any) -> tuple:
+    if isinstance(value, Arg):
+        return ("arg", value.type)
+    value = unwrap_deep(value)
+    try:
+        hash(value)
+    except TypeError:
+        value = repr(value)
+    return ("const", type(value), value)
+
+
+# ---------------------------------------------------------------------------- the visitor
+
+
+class FunctionGenerator(StatementVisitor, ExpressionVisitor):
+    """Builds one `tt.func` from one kernel function's AST."""
+
+    def __init__(self, unit: _CompilationUnit, fn: tl.KernelFunction, is_kernel: bool):
+        self.unit = unit
+        self.fn = fn
+        self.is_kernel = is_kernel
+        self.lines = fn.src.splitlines()
+        module = ast.parse(fn.src)
+        if not module.body or not isinstance(module.body[0], ast.FunctionDef):
+            raise CompilationError(f"{fn.__name__} is not a function defined with `def`")
+        self.tree = module.body[0]
+        self.builder = IRBuilder(loc=self._loc(self.tree))
+        self.semantic = Semantic(self.builder, call_function=self._call_kernel_function)
+        self.scope = {}
+        self.attrs = {}
+        self.constexpr_names = set()
+        self.assigned_at = {}
+        self.dropped = {}
+        self.return_node = self.tree
+
+    # -- the function ---------------------------------------------------------------------
+
+    def kernel_params(self, signature, constexprs, attrs) -> list[tuple[str, Any]]:
+        """(name, `Arg` or compile-time value) for each parameter of the kernel, checked."""
+        args = self.tree.args
+        for extra in (args.vararg, args.kwarg, *args.kwonlyargs):
+            if extra is not None:
+                raise self.error(
+                    extra,
+                    f"kernel parameter {extra.arg!r} must be a plain positional parameter "
+                    "(no *args, **kwargs or keyword-only parameters)",
+                )
+        nodes = {a.arg: a for a in args.posonlyargs + args.args}
+        for what, names in (("signature", signature), ("constexprs", constexprs), ("attrs", attrs)):
+            unknown = [n for n in names if n not in nodes]
+            if unknown:
+                raise self.error(
+                    self.tree,
+                    f"{what} names {', '.join(map(repr, unknown))}, which "
+                    f"{'is not a parameter' if len(unknown) == 1 else 'are not parameters'} of "
+                    f"{self.fn.__name__}({', '.join(nodes)})",
+                )
+        self.attrs = attrs
+        params: list[tuple[str, Any]] = []
+        for name, node in nodes.items():
+            default = self.fn.signature.parameters[name].default
+            if name in constexprs:
+                params.append((name, tl.constexpr(constexprs[name])))
+            elif name in signature:
+                params.append((name, Arg(self._arg_type(node, signature[name]))))
+            elif default is not self.fn.signature.empty:
+                params.append((name, tl.constexpr(default)))
+            elif name in self.fn.constexpr_names:
+                raise self.error(
+                    node, f"no value for the tl.constexpr parameter {name!r}; pass it in constexprs"
+                )
+            else:
+                raise self.error(
+                    node,
+                    f"no type for the parameter {name!r}; give it in the signature "
+                    '(e.g. "*fp32" or "i32")',
+                )
+        return params
+
+    def _arg_type(self, node: ast.arg, ty: Any) -> tl.dtype:
+        if isinstance(ty, str):
+            try:
+                ty = tl.dtype_from_signature(ty)
+            except ValueError as e:
+                raise self.error(node, str(e)) from None
+        if not isinstance(ty, tl.dtype) or isinstance(ty, tl.block_type) or ty.is_void():
+            raise self.error(
+                node,
+                f"unsupported argument type {ty!r} for {node.arg!r}: kernel arguments are "
+                'pointers (e.g. "*fp32") or scalars (e.g. "i32", "fp32")',
+            )
+        return ty
+
+    def build(self, name: str, params: list[tuple[str, Any]], visibility: str):
+        """Generate the function body; return the `tt.func` and how callers read its results."""
+        runtime = [(n, v.type) for n, v in params if isinstance(v, Arg)]
+        arg_types = [to_ir_type(t) for _, t in runtime]
+        block = Block(arg_types=arg_types)
+        for (pname, ty), arg in zip(runtime, block.args):
+            name_value(arg, pname)
+            self.scope[pname] = tl.tensor(arg, ty)
+        for pname, value in params:
+            if not isinstance(value, Arg):
+                self.scope[pname] = const(unwrap(value))
+        self.constexpr_names = set(self.fn.constexpr_names)
+        body = normalize_returns(self.tree.body, lambda node, msg: self.error(node, msg))
+        self.builder.block = block
+        with self.builder.at_loc(self._loc(self.tree)):
+            self.visit_statements(body)
+        returned = self.scope.get(RETURN, Return((), False))
+        with self.builder.at_loc(self._loc(self.return_node)):
+            handles = [v.handle for v in returned.values if isinstance(v, tl.tensor)]
+            has_body = block.first_op is not None
+            self.builder.create(tt.ReturnOp(*handles))
+        results = [Arg(v.type) if isinstance(v, tl.tensor) else v for v in returned.values]
+        func = tt.FuncOp(
+            name,
+            (arg_types, [h.type for h in handles]),
+            Region(block),
+            visibility,
+            arg_attrs=self._arg_attrs(runtime) if self.is_kernel else None,
+        )
+        func.location = self._loc(self.tree).to_attr()
+        return func, _Callee(name, results, returned.is_tuple, has_body)
+
+    def _arg_attrs(self, runtime) -> ArrayAttr | None:
+        if not any(self.attrs.get(n) for n, _ in runtime):
+            return None
+        return ArrayAttr(
+            [
+                DictionaryAttr(
+                    {k: IntegerAttr(int(v), i32) for k, v in self.attrs.get(n, {}).items()}
+                )
+                for n, _ in runtime
+            ]
+        )
+
+    # -- calls of other kernel functions --------------------------------------------------
+
+    def _call_kernel_function(self, fn: tl.KernelFunction, args: list, kwargs: dict) -> Any:
+        """Emit a call of `fn` (specialized on the compile-time arguments) at the builder's
+        insertion point; Semantic uses this for combine functions too."""
+        try:
+            bound = fn.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise SemanticError(
+                f"wrong arguments for {fn.__name__}({', '.join(fn.arg_names)}): {e}; pass one "
+                "value per parameter"
+            ) from None
+        bound.apply_defaults()
+        params: list[tuple[str, Any]] = []
+        operands = []
+        for name, value in bound.arguments.items():
+            value = const(value)
+            if isinstance(value, tl.tensor):
+                if name in fn.constexpr_names:
+                    raise SemanticError(
+                        f"parameter {name!r} of {fn.__name__} is tl.constexpr, but the argument "
+                        f"is {describe(value)}, known only at run time; pass a compile-time value "
+                        "or drop tl.constexpr from the parameter"
+                    )
+                params.append((name, Arg(value.type)))
+                operands.append(value.handle)
+            elif is_runtime(value):
+                raise SemanticError(
+                    f"passing tuples of tensors to {fn.__name__} is not supported; pass the "
+                    "tensors as separate arguments"
+                )
+            else:
+                params.append((name, value))
+        site = self.builder.loc
+        try:
+            callee = self.unit.callee(fn, params)
+        except CompilationError as e:
+            e.add_note_line(
+                f"in {fn.__name__}, called from {site.filename}:{site.line}:{site.col + 1}"
+            )
+            raise
+        results = iter(())
+        if callee.has_body:
+            call = tt.CallOp.create(
+                operands=operands,
+                result_types=[to_ir_type(r.type) for r in callee.results if isinstance(r, Arg)],
+                properties={"callee": SymbolRefAttr(callee.name)},
+            )
+            self.builder.create(call)
+            results = iter(call.results)
+        values = tuple(
+            tl.tensor(next(results), r.type) if isinstance(r, Arg) else r for r in callee.results
+        )
+        if callee.is_tuple:
+            return values
+        return values[0] if values else None

@@ -1,0 +1,80 @@
+"""What a name in a kernel holds, as the frontend sees it, and how error messages show it.
+
+A value is either known only when the kernel runs (a `tl.tensor` wrapping an SSA value) or at
+compile time: a `tl.constexpr`, a Python or numpy number, a string, None, a dtype, a tuple of
+values, a module or a function. Compile-time numbers and strings travel boxed in `tl.constexpr`
+so that operators on them fold in Python; `unwrap` takes the box off.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from kernellab.language import core as tl
+
+
+def const(value: Any) -> Any:
+    """Python (and numpy) scalars and strings as `constexpr`; everything else unchanged."""
+    if isinstance(value, (numbers.Real, str, type(None))):
+        return tl.constexpr(value)
+    return value
+
+
+def unwrap(value: Any) -> Any:
+    """The value inside a `constexpr` (anything else is returned as it is)."""
+    return value.value if isinstance(value, tl.constexpr) else value
+
+
+def unwrap_deep(value: Any) -> Any:
+    """`unwrap`, also inside tuples and lists."""
+    value = unwrap(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(unwrap_deep(v) for v in value)
+    return value
+
+
+def python_value(value: Any) -> Any:
+    """A plain Python int/float/bool from a constexpr, numpy scalar or Python number."""
+    value = unwrap(value)
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def is_number(value: Any) -> bool:
+    """Whether `value` is a compile-time number (bools included), boxed or not."""
+    return isinstance(unwrap(value), numbers.Real)
+
+
+def is_runtime(value: Any) -> bool:
+    """Whether `value` (or an element of it) is only known when the kernel runs."""
+    value = unwrap(value)
+    if isinstance(value, (tuple, list)):
+        return any(is_runtime(v) for v in value)
+    return isinstance(value, tl.tensor)
+
+
+def for_semantic(value: Any) -> Any:
+    """An argument as `Semantic` takes it: numbers stay constexpr, other constants are plain."""
+    if isinstance(value, tl.constexpr) and not is_number(value):
+        return unwrap_deep(value)
+    return value
+
+
+def show(x: Any) -> str:
+    """How messages name a value or type: `fp32[128, 64]` (a block), `int32`, `*fp16`, `3.0`."""
+    if isinstance(x, tl.tensor):
+        x = x.type
+    if isinstance(x, tl.block_type):
+        return f"{x.element_ty}[{', '.join(str(s) for s in x.shape)}]"
+    if isinstance(x, tl.dtype):
+        return str(x)
+    return repr(unwrap(x))
+
+
+def describe(value: Any) -> str:
+    """`fp32[128]` for a tensor, `the compile-time value 3` for anything else."""
+    if isinstance(value, tl.tensor):
+        return show(value)
+    return f"the compile-time value {unwrap(value)!r}"
