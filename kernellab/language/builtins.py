@@ -364,7 +364,8 @@ def fma(x, y, z):
 
 @builtin
 def fdiv(x, y, ieee_rounding=False):
-    """Elementwise float division x / y (both floats)."""
+    """Elementwise float division x / y (both floats). Like `/`, fp32 division is approximate
+    on the GPU (a couple of ulps); ieee_rounding=True rounds correctly (as tl.div_rn)."""
 
 
 @builtin
@@ -479,7 +480,10 @@ def dot(
 ):
     """Matrix product of 2-D (M, K) × (K, N) blocks, or 3-D batched, plus `acc`; every dim
     ≥ 16. fp16/bf16/fp32 accumulate in fp32 (fp16 may use out_dtype=tl.float16), int8 in
-    int32. `input_precision` for fp32 inputs: "tf32" (default), "tf32x3", "ieee".
+    int32. `input_precision` for fp32 inputs: "tf32" (default: both operands rounded to tf32,
+    10 mantissa bits, nearest with ties away from zero), "tf32x3" (each operand split into
+    big = tf32(x) and small = tf32(x - big); big·big + big·small + small·big, close to fp32),
+    "ieee" (fp32 products).
 
     acc = tl.dot(a, b, acc)
     """

@@ -79,10 +79,14 @@ print(json.dumps({{
 '''
 
 
+# REPO first, the existing PYTHONPATH kept (on the device xdsl comes from it)
+PYTHONPATH = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH", "")) if p)
+
+
 def run_script(cache_dir, tmp_path, op="+", scale=2.0, env=None) -> dict:
     script = tmp_path / f"kernel_{hashlib.sha1((op + str(scale)).encode()).hexdigest()[:8]}.py"
     script.write_text(STAMP_BACKEND + SCRIPT.format(op=op, scale=scale))
-    environment = {**os.environ, "KERNELLAB_CACHE_DIR": str(cache_dir), "PYTHONPATH": REPO}
+    environment = {**os.environ, "KERNELLAB_CACHE_DIR": str(cache_dir), "PYTHONPATH": PYTHONPATH}
     environment.pop("KERNELLAB_ALWAYS_COMPILE", None)
     environment.update(env or {})
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=environment, timeout=120)
@@ -300,7 +304,7 @@ def test_nvidia_compile_is_cached_across_processes(tmp_path):
         print(json.dumps({"hit": ck.metadata["cache_hit"], "cubin": ck.asm["cubin"].hex(),
                           "ptx": ck.asm["ptx"], "registers": ck.metadata["registers"]}))
     '''))
-    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": PYTHONPATH}
     env.pop("KERNELLAB_ALWAYS_COMPILE", None)
     runs = []
     for _ in range(2):

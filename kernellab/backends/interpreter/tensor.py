@@ -131,31 +131,50 @@ def _ptr_int(c, op):
 # ----------------------------------------------------------------------------------- dot
 
 
-def _tf32(x: np.ndarray) -> np.ndarray:
-    """Round float32 values to tf32 (10 explicit mantissa bits), nearest-even, as tensor cores do."""
+def tf32_rna(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to tf32 (10 explicit mantissa bits) to nearest, ties away from
+    zero, exactly as PTX's `cvt.rna.tf32.f32` does (the low 13 bits come out zero). Adding half
+    an ulp of tf32 to the magnitude bits and truncating rounds ties away from zero (the carry
+    may ripple into the exponent: 1.11..1 becomes 2.0, the largest values become infinity);
+    infinities and NaNs are kept as they are."""
+    x = np.asarray(x, dtype=F32)
     bits = x.view(np.uint32)
-    rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    keep = ~np.isfinite(x)
-    return np.where(keep, x, rounded.view(F32))
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(F32)
+    return np.where(np.isfinite(x), rounded, x)
+
+
+def tf32x3_split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(big, small) with big = tf32(x) and small = tf32(x - big) (x - big is exact in fp32)."""
+    big = tf32_rna(x)
+    with np.errstate(invalid="ignore"):
+        small = tf32_rna(np.asarray(x, dtype=F32) - big)
+    return big, small
 
 
 @builds(tt.DotOp)
 def _dot(c, op):
     """Matmul batched over programs: narrow floats multiply exactly in float32 and accumulate
-    in float32, int8 accumulates in int32, fp32 with input_precision="tf32" rounds its inputs
-    to tf32 first so results match tensor cores."""
-    a_dt, acc_dt = np_dtype(op.a.type), np_dtype(op.c.type)
-    tf32 = a_dt == F32 and op.input_precision.data == "tf32"
+    in float32, int8 accumulates in int32. fp32 inputs follow input_precision as the GPU does:
+    "tf32" rounds both operands with tf32_rna first (products then exact in fp32), "tf32x3"
+    splits each operand into big + small tf32 parts and sums small·big + big·small + big·big
+    (the small·small term dropped), "ieee" multiplies the fp32 values."""
+    a_dt, b_dt, acc_dt = np_dtype(op.a.type), np_dtype(op.b.type), np_dtype(op.c.type)
+    precision = op.input_precision.data if a_dt == F32 and b_dt == F32 else "ieee"
     if a_dt.kind in "iub":
         work = np.dtype(np.int32) if acc_dt.itemsize <= 4 else I64
     else:
         work = F64 if F64 in (a_dt, acc_dt) else F32
 
     def dot(a, b, acc):
-        a, b = a.astype(work), b.astype(work)
-        if tf32:
-            a, b = _tf32(a), _tf32(b)
-        d = np.matmul(a, b) + acc.astype(work)
+        if precision == "tf32":
+            d = np.matmul(tf32_rna(a).astype(work), tf32_rna(b).astype(work))
+        elif precision == "tf32x3":
+            (ab, as_), (bb, bs) = tf32x3_split(a), tf32x3_split(b)
+            ab, as_, bb, bs = (v.astype(work) for v in (ab, as_, bb, bs))
+            d = np.matmul(as_, bb) + np.matmul(ab, bs) + np.matmul(ab, bb)
+        else:
+            d = np.matmul(a.astype(work), b.astype(work))
+        d = d + acc.astype(work)
         return round_float(d, acc_dt) if acc_dt.kind == "f" or acc_dt in NARROW_FLOATS else d.astype(acc_dt)
 
     return elementwise(c, op, dot)

@@ -275,6 +275,10 @@ class ArithmeticMixin(SemanticBase):
                 f"tl.fdiv needs float operands, got {show(x)} and {show(y)}; use `/` for ints"
             )
         x, y = self._binary_operands(x, y, "tl.fdiv")
+        if unwrap(ieee_rounding) and (x.dtype.is_fp32() or x.dtype.is_fp64()):
+            # correctly rounded (div.rn); arith.divf is `/`, approximate for fp32 on the GPU
+            # (narrower floats divide correctly rounded in fp32 either way)
+            return self._emit(tt.PreciseDivFOp(x.handle, y.handle), x.type)
         return self._arith("divf", x, y)
 
     def div_rn(self, x, y) -> tl.tensor:

@@ -172,7 +172,9 @@ def test_an_illegal_address_says_the_context_is_lost():
             print("ERROR:", e)
             print("STICKY:", e.sticky)
     ''')
-    env = {**os.environ, "PYTHONPATH": REPO}
+    # REPO first, the existing PYTHONPATH kept (on the device xdsl comes from it)
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert "ERROR:" in run.stdout, run.stdout + run.stderr
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in run.stdout

@@ -367,3 +367,68 @@ def test_batched_dot_ptx_has_one_fma_per_accumulator_element_and_k(compiled):
     bsz, m, n, k = 2, 16, 32, 16
     fmas = len(_ptx_lines(ptx, r"fma\.rn\.f32"))
     assert fmas == bsz * m * n * k // 128  # 4 warps, no duplicated accumulator elements
+
+
+@kl.jit
+def _dot_precision_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                          PRECISION: tl.constexpr):  # fmt: skip
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, input_precision=PRECISION))
+
+
+def _dot_ptx(precision, target="sm_90", dtype="fp32"):
+    ck = kl.compile(_dot_precision_kernel, signature=f"*{dtype},*{dtype},*fp32", target=target,
+                    constexprs={"M": 16, "N": 16, "K": 16, "PRECISION": precision})  # fmt: skip
+    assert isinstance(ck.asm["cubin"], bytes)
+    return ck.asm["ptx"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tf32_dot_rounds_both_operands_with_cvt_rna_and_ieee_does_not(target):
+    m = n = k = 16
+    per_thread = m * n * k // 128  # 4 warps, one FMA per accumulator element and k
+    tf32 = _dot_ptx("tf32", target)
+    cvts = _ptx_lines(tf32, r"cvt\.rna\.tf32\.f32")
+    # each thread reads at least a row of A and a column of B (k elements each), rounds each
+    # element it reads once, and at most two new elements per FMA
+    assert 2 * k <= len(cvts) <= 2 * per_thread, len(cvts)
+    assert len(_ptx_lines(tf32, r"fma\.rn\.f32")) == per_thread
+    assert _ptx_lines(_dot_ptx(None, target), r"cvt\.rna\.tf32\.f32"), "tf32 is tl.dot's default for fp32"
+    ieee = _dot_ptx("ieee", target)
+    assert not _ptx_lines(ieee, r"cvt\.rna\.tf32")
+    assert len(_ptx_lines(ieee, r"fma\.rn\.f32")) == per_thread
+
+
+def test_tf32x3_dot_splits_each_operand_and_does_three_fmas_per_step():
+    per_thread = 16 * 16 * 16 // 128
+    ptx = _dot_ptx("tf32x3")
+    assert len(_ptx_lines(ptx, r"fma\.rn\.f32")) == 3 * per_thread
+    assert _ptx_lines(ptx, r"cvt\.rna\.tf32\.f32")
+    assert _ptx_lines(ptx, r"sub(\.rn)?\.f32"), "small = tf32(x - tf32(x))"
+
+
+def test_fp16_dot_ignores_input_precision():
+    assert not _ptx_lines(_dot_ptx("tf32", dtype="fp16"), r"cvt\.rna\.tf32")
+
+
+@kl.jit
+def _fdiv_kernel(x_ptr, y_ptr, out_ptr, IEEE: tl.constexpr):
+    offs = tl.arange(0, 128)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, tl.fdiv(x, y, ieee_rounding=IEEE))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fdiv_with_ieee_rounding_divides_correctly_rounded(target):
+    def ck(ieee):
+        return kl.compile(_fdiv_kernel, signature="*fp32,*fp32,*fp32", target=target,
+                          constexprs={"IEEE": ieee})  # fmt: skip
+
+    precise, fast = ck(True), ck(False)
+    assert "tt.precise_divf" in precise.asm["ttir"] and "arith.divf" not in precise.asm["ttir"]
+    assert "arith.divf" in fast.asm["ttir"] and "tt.precise_divf" not in fast.asm["ttir"]
+    assert _ptx_lines(precise.asm["ptx"], r"div\.rn\.f32")
+    assert not _ptx_lines(precise.asm["ptx"], r"div\.(full|approx)")
+    assert _ptx_lines(fast.asm["ptx"], r"div\.full\.f32")

@@ -9,8 +9,11 @@ otherwise.
 
 Arithmetic is done in the accumulator's type: fp16/bf16/fp8 inputs are converted exactly to
 fp32 (or the accumulator's float type), int8 inputs sign-extended to int32; `fma` rounds once
-per step (fp32 inputs with input_precision "tf32"/"tf32x3" are computed as IEEE fp32 FMA, at
-least as accurate). K is summed in increasing order.
+per step. K is summed in increasing order. fp32 × fp32 follows input_precision as tensor cores
+would, and exactly as the interpreter does: "tf32" rounds each operand element with
+`cvt.rna.tf32.f32` (nearest, ties away from zero; sm_80+) before its FMA; "tf32x3" splits each
+operand into big = tf32(x) and small = tf32(x − big) and accumulates small·big, big·small,
+big·big (three FMAs per k); "ieee" multiplies the fp32 values.
 """
 
 from __future__ import annotations
@@ -97,6 +100,15 @@ def _operand_reader(ctx, value, tv, need: Lay, op):
     return lambda r: moved.regs[r]
 
 
+def tf32_round(ctx, v):
+    """fp32 → fp32 rounded to tf32 by `cvt.rna.tf32.f32` (the result register holds the tf32
+    bits with the low 13 zero, i.e. the rounded fp32 value)."""
+    from kernellab.backends.nvidia.lowering.types import I32
+
+    bits = ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [v], side_effect=False)
+    return ctx.b.bitcast(bits, F32)
+
+
 def to_acc_type(ctx, v, src_elem, acc_elem):
     b = ctx.b
     aty = llty(acc_elem)
@@ -135,15 +147,28 @@ def _dot(ctx, op):
     acc_elem = op.d.type.element_type
     aty = llty(acc_elem)
     a_elem, b_elem = op.a.type.element_type, op.b.type.element_type
+    f32 = llty(a_elem) == F32 and llty(b_elem) == F32
+    precision = op.input_precision.data if f32 else "ieee"
     memo: dict = {}
 
-    def conv(v, elem):
-        key = id(v)
-        r = memo.get(key)
-        if r is None:
-            r = to_acc_type(ctx, v, elem, acc_elem)
-            memo[key] = r
-        return r
+    def rounded(v, part):
+        """The fp32 operand element v's tf32 "big" or "small" part (fp32), memoised."""
+        key = (id(v), part)
+        if key not in memo:
+            if part == "big":
+                r = tf32_round(ctx, v)
+            else:
+                r = tf32_round(ctx, b.fsub(v, rounded(v, "big")))
+            memo[key] = (r, v)  # v kept alive: its id stays unique while memoised
+        return memo[key][0]
+
+    def conv(v, elem, part=None):
+        """Operand element v in the accumulator's type; part "big"/"small": its tf32 part."""
+        key = (id(v), part, "acc")
+        if key not in memo:
+            r = v if part is None else rounded(v, part)
+            memo[key] = (to_acc_type(ctx, r, elem, acc_elem), v)
+        return memo[key][0]
 
     K = op.a.type.get_shape()[-1]
     nc = len(c_lay.reg)
@@ -154,12 +179,18 @@ def _dot(ctx, op):
                                              aty, [aty, aty, aty])  # fmt: skip
     for k in range(K):
         for r in canonical:
-            x = conv(a_get(r + (k << nc)), a_elem)
-            y = conv(b_get(r + (k << nc)), b_elem)
+            av, bv = a_get(r + (k << nc)), b_get(r + (k << nc))
             if is_int:
-                out[r] = b.add(b.mul(x, y), out[r])
+                out[r] = b.add(b.mul(conv(av, a_elem), conv(bv, b_elem)), out[r])
+            elif precision == "tf32":
+                out[r] = b.call(fma, [conv(av, a_elem, "big"), conv(bv, b_elem, "big"), out[r]])
+            elif precision == "tf32x3":
+                a_big, b_big = conv(av, a_elem, "big"), conv(bv, b_elem, "big")
+                out[r] = b.call(fma, [conv(av, a_elem, "small"), b_big, out[r]])
+                out[r] = b.call(fma, [a_big, conv(bv, b_elem, "small"), out[r]])
+                out[r] = b.call(fma, [a_big, b_big, out[r]])
             else:
-                out[r] = b.call(fma, [x, y, out[r]])
+                out[r] = b.call(fma, [conv(av, a_elem), conv(bv, b_elem), out[r]])
     for r in range(c_lay.nregs):
         canon = c_lay.reg_of_flat[c_lay.reg_flat[r]]
         out[r] = out[canon]
