@@ -454,9 +454,22 @@ def compile(
     module = artifact if _is_module(artifact) else None
     for name, stage in list(stages.items())[first:]:
         start = time.perf_counter()
-        out = stage(artifact, opts)
+        try:
+            out = stage(artifact, opts)
+        except Exception as error:  # keep what the earlier stages made: the lab still shows it
+            fields = {"target": target_name, **asdict(opts), "signature": sig_text,
+                      "constexprs": consts, "attrs": attrs or {}}  # fmt: skip
+            _attach_partial(error, name, asm, records, stage_metadata, module, located, times,
+                            fields, arg_names, param_names)  # fmt: skip
+            raise
         times[name] = time.perf_counter() - start
         artifact, asm[name] = out.artifact, out.text
+        for record in out.passes:
+            if not getattr(record, "stage", ""):
+                try:
+                    record.stage = name  # the stage whose pipeline ran it
+                except AttributeError:  # a backend's own record type without the field
+                    pass
         records.extend(out.passes)
         stage_metadata.update(out.metadata)
         if _is_module(artifact):
@@ -512,6 +525,36 @@ def compile(
         stored["source_maps"] = {s: sorted(m.items()) for s, m in ck.source_maps.items()}
         disk.default_cache().put(cache_key, dict(asm), stored, records)
     return ck
+
+
+def _attach_partial(error, failed, asm, records, stage_metadata, module, located, times, fields,
+                    arg_names, param_names) -> None:
+    """Give `error` (a stage failed) a `partial` attribute: a CompiledKernel of the stages that
+    did compile (asm, passes, times), whose metadata names the `failed_stage` and the `error`.
+    It can be shown, not launched."""
+    if not asm:
+        return
+    name = stage_metadata.get("name", "kernel")
+    if module is not None:
+        try:
+            name = _entry_function(module).sym_name.data
+        except Exception:  # never hide the stage's own error behind this one
+            pass
+    reason = f"{type(error).__name__}: {error}"
+    metadata = Metadata({"name": name, **fields, "times": dict(times), "kernellab_version": VERSION})
+    for key, value in stage_metadata.items():
+        metadata.setdefault(key, value)
+    metadata.update(failed_stage=failed, error=reason)
+
+    def make_launcher():
+        raise RuntimeError(f"{name} did not compile past {list(asm)[-1]} ({failed} failed: {reason})")
+
+    try:
+        # module None: the failed stage may have half-rewritten it; .module parses asm instead
+        error.partial = CompiledKernel(name, LazyAsm(dict(asm)), metadata, list(records), None,
+                                       arg_names, param_names, make_launcher, located=dict(located))  # fmt: skip
+    except (AttributeError, TypeError):  # an exception type that takes no attributes
+        pass
 
 
 def _is_module(artifact) -> bool:

@@ -18,8 +18,33 @@ import numpy as np
 from kernellab.runtime.args import as_numpy
 
 
+def _torch_to_host(t) -> np.ndarray:
+    """A torch tensor (any device) as a host numpy array: detached, and upcast to float32 on its
+    device first when numpy has no dtype for it (bf16, the fp8 formats)."""
+    import torch  # already imported: `t` is a torch tensor
+
+    t = t.detach()
+    if t.is_floating_point() and t.dtype not in (torch.float16, torch.float32, torch.float64):
+        t = t.to(torch.float32)
+    return t.cpu().numpy()
+
+
 def _to_float64(x) -> np.ndarray:
-    array = as_numpy(x)  # torch tensors (bf16 included) become numpy views
+    """`x` (numpy, torch on any device, a GPU array, a scalar or list) as a float64 host array."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return _torch_to_host(x).astype(np.float64)
+    if hasattr(x, "__cuda_array_interface__") and not hasattr(x, "__array_interface__"):
+        try:
+            import torch
+        except ImportError:
+            raise TypeError(
+                f"can't compare a {type(x).__name__} (a GPU array): copying it to the host needs "
+                "torch; install torch, or copy it to the host first (CuPy: x.get(), Numba: "
+                "x.copy_to_host())"
+            ) from None
+        return _torch_to_host(torch.as_tensor(x, device="cuda")).astype(np.float64)
+    array = as_numpy(x)  # CPU arrays of other libraries become numpy views
     return (np.asarray(x) if array is None else array).astype(np.float64)
 
 
@@ -311,11 +336,15 @@ def _progress_reporter(progress):
 
 
 def _in_notebook() -> bool:
+    """True under an IPython kernel (Jupyter, VS Code, Colab): a shell with rich display, not
+    a terminal IPython or plain Python."""
     ipython = sys.modules.get("IPython")
     if ipython is None:
         return False
     shell = ipython.get_ipython()
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+    if shell is None:
+        return False
+    return getattr(shell, "kernel", None) is not None or type(shell).__name__ == "ZMQInteractiveShell"
 
 
 class _TextProgress:
@@ -437,19 +466,23 @@ def plot_sweep(sweep: SweepResult, roofline: bool | None = None):
 
 
 def _show_figure(fig) -> None:
-    """Display inline as PNG when IPython is running (a notebook or a terminal shell); else
-    nothing. The PNG is sent explicitly: the figure is not pyplot's, so no inline backend
-    formatter knows it."""
-    ipython = sys.modules.get("IPython")
-    if ipython is not None and ipython.get_ipython() is not None:
-        import io
+    """Display the figure inline as a PNG in a notebook (any IPython kernel), whatever the
+    matplotlib backend (no `%matplotlib inline` needed), then close it in pyplot so the inline
+    backend does not draw it a second time. In a terminal: nothing (the table is printed, and
+    `save_path` writes the PNG)."""
+    if not _in_notebook():
+        return
+    import io
 
-        from IPython.display import display
+    from IPython.display import display
 
-        out = io.BytesIO()
-        fig.savefig(out, format="png", dpi=100)
-        title = fig.axes[0].get_title() if fig.axes else ""
-        display({"image/png": out.getvalue(), "text/plain": f"<figure {title}>"}, raw=True)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=100)
+    title = fig.axes[0].get_title() if fig.axes else ""
+    display({"image/png": out.getvalue(), "text/plain": f"<figure {title}>"}, raw=True)
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:  # only a pyplot-made figure is registered there; ours is a no-op
+        pyplot.close(fig)
 
 
 def format_table(header: list[str], rows: list[list]) -> str:

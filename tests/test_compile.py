@@ -183,3 +183,97 @@ def test_resume_refuses_python_only_arguments():
         kl.compile(SCALE_TTIR, signature="*fp32")
     with pytest.raises(TypeError, match="@kl.jit kernel, IR text or a path"):
         kl.compile(42)
+
+
+def test_pass_records_name_the_stage_that_ran_them(ck):
+    assert [p.stage for p in ck.passes] == ["ttir"] * len(TTIR_PASSES)
+
+
+def _fake_backend(later_stages: dict):
+    """The interpreter backend with more stages after TTIR (a stand-in for a GPU backend)."""
+    import dataclasses
+
+    from kernellab.backends import INTERPRETER, _ttir_stage
+
+    return dataclasses.replace(
+        INTERPRETER, name="fake", stages=lambda: {"ttir": _ttir_stage, **later_stages}
+    )
+
+
+FAKE_LLIR = "; ModuleID = 'fake'\ndefine void @add_kernel() {\n  ret void\n}\n"
+
+
+def test_a_failing_later_stage_raises_with_the_stages_that_compiled(ck, monkeypatch):
+    from kernellab import compiler
+    from kernellab.backends import StageOutput
+    from kernellab.passes.manager import PassRecord
+
+    def llir_stage(module, options):
+        return StageOutput(object(), FAKE_LLIR, [PassRecord("lower", FAKE_LLIR, 0.001, True)], {"shared": 96})
+
+    def ptx_stage(artifact, options):
+        raise RuntimeError("ptxas fatal: unresolved extern function 'frobnicate'")
+
+    backend = _fake_backend({"llir": llir_stage, "ptx": ptx_stage})
+    monkeypatch.setattr(compiler, "get_backend", lambda target: backend)
+    with pytest.raises(RuntimeError, match="frobnicate") as info:
+        kl.compile(add_kernel, signature=SIGNATURE, constexprs={"BLOCK": 128}, target="fake")
+    partial = info.value.partial
+    assert list(partial.asm) == ["ttir", "llir"]
+    assert partial.asm["ttir"] == ck.asm["ttir"] and partial.asm["llir"] == FAKE_LLIR
+    assert [(p.name, p.stage) for p in partial.passes] == [(p.NAME, "ttir") for p in TTIR_PASSES] + [("lower", "llir")]
+    md = partial.metadata
+    assert partial.name == md["name"] == "add_kernel" and md["signature"] == SIGNATURE
+    assert md["failed_stage"] == "ptx" and "RuntimeError: ptxas fatal" in md["error"]
+    assert set(md["times"]) == {"frontend", "ttir", "llir"} and md["shared"] == 96
+    assert md["constexprs"] == {"BLOCK": 128} and md["num_warps"] == 4
+    load = next(i for i, line in enumerate(partial.asm["ttir"].splitlines(), 1) if "tt.load" in line)
+    assert partial.source_maps["ttir"][load] == ck.source_map[load]
+    assert "tt.load" in str(partial.module)
+    x, y, out = inputs(10)
+    with pytest.raises(RuntimeError, match="did not compile past llir"):
+        partial[(1,)](x, y, out, 10)
+
+
+def test_a_failing_first_stage_has_nothing_partial(monkeypatch):
+    from kernellab import compiler
+
+    def ttir_stage(module, options):
+        raise ValueError("broken pass")
+
+    import dataclasses
+
+    from kernellab.backends import INTERPRETER
+
+    backend = dataclasses.replace(INTERPRETER, stages=lambda: {"ttir": ttir_stage})
+    monkeypatch.setattr(compiler, "get_backend", lambda target: backend)
+    with pytest.raises(ValueError, match="broken pass") as info:
+        kl.compile(add_kernel, signature=SIGNATURE, constexprs={"BLOCK": 128})
+    assert not hasattr(info.value, "partial")
+
+
+def test_gpu_stages_label_their_passes_and_keep_them_when_ptxas_fails(monkeypatch, tmp_path):
+    """With the NVIDIA backend (no GPU needed): llvm-O3+nvptx ran in the ptx stage, ptxas in the
+    cubin stage; when the cubin stage fails, every stage through PTX is still there."""
+    from kernellab.lab.bundle import nvidia_available
+
+    if not nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    from kernellab.backends.nvidia import backend
+
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    good = kl.compile(add_kernel, signature=SIGNATURE, constexprs={"BLOCK": 128}, target="sm_90", force=True)
+    stages = {p.name: p.stage for p in good.passes}
+    assert stages["llvm-O3+nvptx"] == "ptx" and stages["ptxas"] == "cubin"
+    assert stages["inline"] == "ttir" and "ttgir" in {p.stage for p in good.passes}
+
+    def cubin_stage(art, options):
+        raise RuntimeError("ptxas error: Entry function uses too much shared data")
+
+    monkeypatch.setattr(backend, "_cubin_stage", cubin_stage)
+    with pytest.raises(RuntimeError, match="too much shared data") as info:
+        kl.compile(add_kernel, signature=SIGNATURE, constexprs={"BLOCK": 128}, target="sm_90", force=True)
+    partial = info.value.partial
+    assert list(partial.asm) == ["ttir", "ttgir", "llir", "ptx"]
+    assert partial.asm["ptx"] == good.asm["ptx"] and partial.metadata["failed_stage"] == "cubin"
+    assert [p.name for p in partial.passes] == [p.name for p in good.passes][:-1]

@@ -119,3 +119,56 @@ def test_plotting_stays_lazy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "False"
+
+
+def _figure_from_pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure()
+    fig.add_subplot().set_title("demo")
+    return plt, fig
+
+
+def test_show_figure_sends_a_png_in_a_notebook_and_closes_the_figure(monkeypatch):
+    pytest.importorskip("IPython")
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
+    monkeypatch.setattr(testing, "_in_notebook", lambda: True)
+    plt, fig = _figure_from_pyplot()
+    testing._show_figure(fig)
+    ((data, raw),) = shown
+    assert (
+        raw and data["image/png"].startswith(b"\x89PNG") and data["text/plain"] == "<figure demo>"
+    )
+    assert not plt.fignum_exists(fig.number)  # the inline backend won't draw it a second time
+
+
+def test_show_figure_shows_nothing_in_a_terminal(monkeypatch):
+    pytest.importorskip("IPython")
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append(a))
+    monkeypatch.setattr(testing, "_in_notebook", lambda: False)
+    plt, fig = _figure_from_pyplot()
+    testing._show_figure(fig)
+    assert shown == [] and plt.fignum_exists(fig.number)
+    plt.close(fig)
+
+
+def test_notebook_means_an_ipython_kernel(monkeypatch):
+    IPython = pytest.importorskip("IPython")
+    from types import SimpleNamespace
+
+    for shell, expected in [
+        (None, False),  # plain python
+        (SimpleNamespace(), False),  # a terminal IPython: no kernel
+        (SimpleNamespace(kernel=object()), True),  # Jupyter, VS Code, Colab
+    ]:
+        monkeypatch.setattr(IPython, "get_ipython", lambda shell=shell: shell)
+        assert testing._in_notebook() is expected

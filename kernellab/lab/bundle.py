@@ -104,7 +104,17 @@ def compile_for_view(fn, signature=None, constexprs=None, attrs=None, target=Non
             return kl.compile(fn, target=target, **kwargs), notes
         except CompilationError:
             raise
-        except Exception as e:  # a later stage failed: show what the front of the pipeline made
+        except Exception as e:  # a later stage failed: show the stages that did compile
+            partial = getattr(e, "partial", None)
+            done = [s for s in getattr(partial, "asm", {}) if s in IR_STAGES]
+            if done:
+                failed = partial.metadata.get("failed_stage") or "a later stage"
+                titles = ", ".join(STAGE_TITLES.get(s, s) for s in done)
+                notes.append(
+                    f"Compiling for {target} failed in the {STAGE_TITLES.get(failed, failed)} stage "
+                    f"({type(e).__name__}: {_one_line(e)}); shown: the stages that compiled ({titles})."
+                )
+                return partial, notes
             notes.append(
                 f"Compiling for {target} failed after TTIR ({type(e).__name__}: {_one_line(e)}); "
                 "only TTIR is shown."
@@ -485,15 +495,17 @@ def _source_of(view: ViewInput) -> tuple[str, str | None, int]:
 
 
 def _pass_stage(record, previous: str) -> str:
+    """The stage that ran a pass: the record's `stage` (kl.compile sets it); for records without
+    one (an older disk-cache entry), read off its IR, never going back to an earlier stage."""
     stage = getattr(record, "stage", None)
     if stage:
         return stage
-    ir = record.ir_after or ""
-    if "ttg." in ir:
-        return "ttgir"
-    if ir.lstrip().startswith(("; ModuleID", "target ", "define ")):
-        return "llir"
-    return previous
+    from kernellab.lab.graphs import STAGES, _stage_of_pass_text
+
+    found = _stage_of_pass_text(record.ir_after or "")
+    if found is None or previous not in STAGES:
+        return found or previous
+    return found if STAGES.index(found) > STAGES.index(previous) else previous
 
 
 def compile_data(view: ViewInput) -> dict:
@@ -526,6 +538,8 @@ def compile_data(view: ViewInput) -> dict:
             if wanted is not None:
                 if md.get("target") == "interpreter":
                     missing[stage] = "needs the NVIDIA backend (the interpreter runs TTIR)"
+                elif md.get("failed_stage"):  # a partial compile (see compile_for_view)
+                    missing[stage] = f"not compiled: the {md['failed_stage']} stage failed"
                 elif stage == "sass":
                     missing[stage] = (
                         "needs nvdisasm (from the CUDA toolkit or its pip wheel) on PATH"

@@ -382,8 +382,8 @@ def passes_by_stage(ck) -> dict[str, list]:
     order = list(STAGES)
     current = stages[0]
     for record in ck.passes:
-        stage = getattr(record, "stage", None)
-        if stage is None:
+        stage = getattr(record, "stage", None)  # set by kl.compile; "" or absent: guess
+        if not stage:
             found = _stage_of_pass_text(record.ir_after or "")
             if found in groups and order.index(found) > order.index(current):
                 current = found

@@ -185,7 +185,7 @@ def _passes_panel(data: dict) -> str:
             language = (
                 "mlir"
                 if p["stage"] in ("ttir", "ttgir")
-                else {"llir": "llvm"}.get(p["stage"], "text")
+                else {"llir": "llvm", "ptx": "ptx"}.get(p["stage"], "text")
             )
             parts.append(
                 f'<details style="margin:4px 0 6px 0"><summary style="cursor:pointer;{S_MUTED}">'

@@ -33,6 +33,8 @@ class PassRecord:
     seconds: float
     changed: bool
     summary: str = ""
+    stage: str = ""  # the compile stage whose pipeline ran it ("ttir", "ttgir", "llir", "ptx",
+    # "cubin"); kl.compile fills it in, "" for records made outside a compile
 
 
 class PassError(Exception):

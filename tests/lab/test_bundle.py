@@ -303,3 +303,87 @@ def test_ttir_mapping_when_the_module_is_a_later_stage(ck):
     assert [s["name"] for s in with_fn["stages"]] == ["source", "ttir", "ttgir"]
     without_fn = B.compile_data(B.ViewInput(LaterStage()))
     assert all(v is None for s in without_fn["stages"] for v in s["lines"])
+
+
+FAKE_LLIR = "; ModuleID = 'fake'\ndefine void @scale_kernel() {\n  ret void\n}\n"
+
+
+def _backend_failing_at_ptx(message: str):
+    """The interpreter's TTIR stage, a stand-in LLIR stage, then a PTX stage that fails."""
+    import dataclasses
+
+    from kernellab.backends import INTERPRETER, StageOutput, _ttir_stage
+    from kernellab.passes.manager import PassRecord
+
+    def llir(module, options):
+        return StageOutput(object(), FAKE_LLIR, [PassRecord("lower", FAKE_LLIR, 0.001, True)])
+
+    def ptx(artifact, options):
+        raise RuntimeError(message)
+
+    return dataclasses.replace(
+        INTERPRETER, name="fake", stages=lambda: {"ttir": _ttir_stage, "llir": llir, "ptx": ptx}
+    )
+
+
+def test_compile_for_view_keeps_the_stages_that_compiled(monkeypatch):
+    from kernellab import compiler
+
+    backend = _backend_failing_at_ptx("ptxas fatal: unresolved extern function 'frobnicate'")
+    monkeypatch.setattr(compiler, "get_backend", lambda target: backend)
+    monkeypatch.setattr(B, "nvidia_available", lambda: True)
+    ck, notes = B.compile_for_view(
+        scale_kernel, signature=SIG, constexprs={"BLOCK": 64}, target="sm_90"
+    )
+    assert list(ck.asm) == ["ttir", "llir"] and ck.metadata["failed_stage"] == "ptx"
+    (note,) = notes
+    assert "failed in the PTX stage" in note and "frobnicate" in note and "(TTIR, LLIR)" in note
+    data = B.compile_data(B.ViewInput(ck, fn=scale_kernel, notes=notes))
+    assert [s["name"] for s in data["stages"]] == ["source", "ttir", "llir"]
+    assert data["notes"] == notes
+    ttir = data["stages"][1]
+    load = next(i for i, line in enumerate(ttir["text"].splitlines()) if "tt.load" in line)
+    assert ttir["lines"][load] == source_line(scale_kernel, "x = tl.load")
+    assert [p["stage"] for p in data["passes"]][-2:] == ["ttir", "llir"]
+    asked = B.compile_data(
+        B.ViewInput(ck, fn=scale_kernel, notes=notes, stages=["source", "ttir", "ptx"])
+    )
+    assert "PTX: not compiled: the ptx stage failed." in asked["notes"]
+
+
+def test_pass_stage_uses_the_record_and_else_reads_the_ir():
+    from types import SimpleNamespace
+
+    def rec(ir, stage=""):
+        return SimpleNamespace(ir_after=ir, stage=stage)
+
+    ptx = "//\n.version 8.0\n.target sm_90\n.visible .entry k()\n"
+    assert B._pass_stage(rec(ptx, stage="ptx"), "ttgir") == "ptx"
+    assert (
+        B._pass_stage(rec("tt.func @k", stage="llir"), "ttir") == "llir"
+    )  # recorded beats guessed
+    # records without a stage (an older disk-cache entry): read off the IR, never going back
+    assert B._pass_stage(rec(ptx), "ttgir") == "ptx"
+    assert B._pass_stage(rec("ptxas info    : Used 12 registers"), "ptx") == "cubin"
+    assert B._pass_stage(rec("#blocked = #ttg.blocked<{}>\ntt.func"), "ttir") == "ttgir"
+    assert B._pass_stage(rec("tt.func @k"), "ttgir") == "ttgir"
+    assert B._pass_stage(rec(""), "llir") == "llir"
+
+
+def test_gpu_compile_labels_llvm_and_ptxas_passes(monkeypatch, tmp_path):
+    if not B.nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    ck = kl.compile(
+        scale_kernel, signature=SIG, constexprs={"BLOCK": 128}, target="sm_90", force=True
+    )
+    data = B.compile_data(B.ViewInput(ck, fn=scale_kernel))
+    stages = {p["name"]: p["stage"] for p in data["passes"]}
+    assert (
+        stages["llvm-O3+nvptx"] == "ptx"
+        and stages["ptxas"] == "cubin"
+        and stages["inline"] == "ttir"
+    )
+    assert "ttgir" in stages.values()
+    html = B.view(ck).bundle["text/html"]
+    assert "llvm-O3+nvptx</span> <span" in html and "[ptx]" in html and "[cubin]" in html

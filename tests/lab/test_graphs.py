@@ -132,6 +132,24 @@ def test_passes_are_grouped_by_stage():
                                                                    "llir": ["optimize"]}  # fmt: skip
 
 
+def test_recorded_stages_win_and_empty_ones_are_guessed():
+    from kernellab.passes.manager import PassRecord
+
+    ptx = "//\n.version 8.0\n.target sm_90\n.visible .entry k()\n"
+    records = [
+        PassRecord("dce", "tt.func @k", 0.001, True, stage="ttir"),
+        PassRecord("coalesce", "#blocked = #ttg.blocked<{}>", 0.001, True),  # no stage: guessed
+        PassRecord("llvm-O3+nvptx", ptx, 0.01, True, stage="ptx"),
+        PassRecord("ptxas", "", 0.01, True, stage="cubin"),  # an empty log: nothing to guess from
+    ]
+    ck = SimpleNamespace(asm={s: "" for s in ("ttir", "ttgir", "llir", "ptx", "cubin")},
+                         passes=records, metadata={"times": {}})  # fmt: skip
+    groups = {k: [r.name for r in v] for k, v in graphs.passes_by_stage(ck).items()}
+    assert groups == {"ttir": ["dce"], "ttgir": ["coalesce"], "llir": [], "ptx": ["llvm-O3+nvptx"],
+                      "cubin": ["ptxas"]}  # fmt: skip
+    assert "" not in groups
+
+
 def test_missing_dot_says_how_to_install(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no `dot` anywhere
     assert not graphs.dot_available()

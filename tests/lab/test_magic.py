@@ -318,3 +318,43 @@ def test_stages_flag_chooses_tabs_and_explains_missing_ones(ip):
     assert [s["name"] for s in data["stages"]] == ["source", "ttir"]
     assert any("PTX" in note for note in data["notes"])
     assert data["target"] == "interpreter"
+
+
+def test_a_failing_later_stage_shows_the_stages_that_compiled(ip, monkeypatch):
+    """A GPU compile whose PTX stage fails (a stand-in backend, so no NVIDIA toolchain is needed):
+    the viewer shows TTIR and LLIR with a note naming the failed stage and its error, the cell
+    still succeeds, and the next run compiles again rather than replaying the failure."""
+    import dataclasses
+
+    from kernellab import compiler
+    from kernellab.backends import INTERPRETER, StageOutput, _ttir_stage
+    from kernellab.lab import bundle
+    from kernellab.passes.manager import PassRecord
+
+    llir_text = "; ModuleID = 'fake'\ndefine void @add_partial() {\n  ret void\n}\n"
+
+    def llir(module, options):
+        return StageOutput(object(), llir_text, [PassRecord("lower", llir_text, 0.001, True)])
+
+    def ptx(artifact, options):
+        raise RuntimeError("ptxas fatal: Unresolved extern function 'frobnicate'")
+
+    fake = dataclasses.replace(
+        INTERPRETER, name="fake", stages=lambda: {"ttir": _ttir_stage, "llir": llir, "ptx": ptx}
+    )
+    monkeypatch.setattr(compiler, "get_backend", lambda target: fake)
+    monkeypatch.setattr(bundle, "nvidia_available", lambda: True)
+    cell = ADD.format(
+        flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=64 --target sm_90', name="add_partial", op="+"
+    )
+    for _ in range(2):
+        result, captured = run(ip, cell)
+        assert result.error_in_exec is None
+        (data,) = [b[MIME] for b in bundles(captured)]
+        assert [s["name"] for s in data["stages"]] == ["source", "ttir", "llir"]
+        assert data["stages"][2]["text"] == llir_text
+        (note,) = data["notes"]
+        assert "failed in the PTX stage" in note and "frobnicate" in note
+        assert "frobnicate" in texts(captured)  # the text/plain rendering carries the note
+        assert data["passes"][-1]["name"] == "lower" and data["passes"][-1]["stage"] == "llir"
+        assert data["timings"]["cache_hit"] is False
