@@ -283,7 +283,8 @@ class DiskCache:
             if passes:
                 raw = [
                     {"name": p.name, "ir_after": p.ir_after, "seconds": p.seconds,
-                     "changed": p.changed, "summary": getattr(p, "summary", "")}
+                     "changed": p.changed, "summary": getattr(p, "summary", ""),
+                     "stage": getattr(p, "stage", "")}
                     for p in passes
                 ]  # fmt: skip
                 atomic_write(os.path.join(path, "passes.json"), json.dumps(raw).encode())

@@ -72,7 +72,7 @@ seconds = time.perf_counter() - start
 print(json.dumps({{
     "hit": ck.metadata["cache_hit"], "key": ck.metadata["cache_key"], "seconds": seconds,
     "xdsl_imported": "xdsl" in sys.modules, "ttir": ck.asm["ttir"],
-    "stamp": ck.asm["stamp"].hex(), "passes": [p.name for p in ck.passes],
+    "stamp": ck.asm["stamp"].hex(), "passes": [(p.name, p.stage) for p in ck.passes],
     "source_map": sorted(ck.source_map.items()), "stamp_bytes": ck.metadata["stamp_bytes"],
     "ran": list(ck[(1,)](None, None, 3) or []),
 }}))
@@ -107,6 +107,7 @@ def test_a_new_process_reuses_the_disk_cache(tmp_path):
     for field in ("ttir", "stamp", "passes", "source_map", "stamp_bytes", "ran"):
         assert first[field] == second[field], field
     assert first["passes"] and first["source_map"]
+    assert all(stage for _, stage in second["passes"]), "pass records keep their stage"
     assert os.path.isdir(cache_dir / first["key"][:2] / first["key"])
 
 
