@@ -42,7 +42,13 @@ if str(ROOT) not in sys.path:
 
 
 import kernellab as kl
-import kernellab.language as tl
+from kernellab.examples import (
+    add_kernel,
+    layer_norm_config,
+    layer_norm_kernel,
+    softmax_config,
+    softmax_kernel,
+)
 
 # Triton is optional: imported here only, its kernels defined below when it imports.
 try:
@@ -73,72 +79,7 @@ def use_quick_sizes() -> None:
     COPY_ELEMENTS, LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS = 2**20, 200, 2, 2**20, 5.0
 
 
-# -- kernellab kernels (Triton's tutorial kernels, imports changed) --------------------------
-
-
-@kl.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    tl.store(output_ptr + offsets, output, mask=mask)
-
-
-@kl.jit
-def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
-                   BLOCK_SIZE: tl.constexpr):  # fmt: skip
-    row_idx = tl.program_id(0)
-    row_start_ptr = input_ptr + row_idx * input_row_stride
-    col_offsets = tl.arange(0, BLOCK_SIZE)
-    input_ptrs = row_start_ptr + col_offsets
-    mask = col_offsets < n_cols
-    row = tl.load(input_ptrs, mask=mask, other=-float("inf"))
-    row_minus_max = row - tl.max(row, axis=0)
-    numerator = tl.exp(row_minus_max)
-    denominator = tl.sum(numerator, axis=0)
-    softmax_output = numerator / denominator
-    output_row_start_ptr = output_ptr + row_idx * output_row_stride
-    output_ptrs = output_row_start_ptr + col_offsets
-    tl.store(output_ptrs, softmax_output, mask=mask)
-
-
-@kl.jit
-def layer_norm_kernel(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(0)
-    Y += row * stride
-    X += row * stride
-    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        a = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        _mean += a
-    mean = tl.sum(_mean, axis=0) / N
-    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        x = tl.where(cols < N, x - mean, 0.0)
-        _var += x * x
-    var = tl.sum(_var, axis=0) / N
-    rstd = 1 / tl.sqrt(var + eps)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask)
-        b = tl.load(B + cols, mask=mask)
-        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
-        x_hat = (x - mean) * rstd
-        y = x_hat * w + b
-        tl.store(Y + cols, y, mask=mask)
-
-
-# -- the same kernels in Triton --------------------------------------------------------------
+# -- kernellab.examples' kernels, written for Triton -----------------------------------------
 
 if triton is not None:
 
@@ -199,19 +140,10 @@ if triton is not None:
             ttl.store(Y + cols, (x - mean) * rstd * w + b, mask=mask)
 
 
-# -- launch configurations (as Triton's tutorials choose them) -------------------------------
+# -- launch configurations (as Triton's tutorials choose them; softmax_config and
+# layer_norm_config come from kernellab.examples) --------------------------------------------
 
 ADD_BLOCK, ADD_WARPS = 1024, 4
-
-
-def softmax_config(n_cols: int) -> tuple[int, int]:
-    block = kl.next_power_of_2(n_cols)
-    return block, (4 if block <= 2048 else 8 if block <= 4096 else 16)
-
-
-def layer_norm_config(n_cols: int, itemsize: int) -> tuple[int, int]:
-    block = min(65536 // itemsize, kl.next_power_of_2(n_cols))
-    return block, min(max(block // 256, 1), 8)
 
 
 # -- results ---------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Interpreter speed: vector add (2^20 fp32, 1024 programs) and fused softmax (1024x1000 fp32).
 
-The kernels are Triton's tutorial kernels with only the imports changed. For each it reports
-the first `kernel[grid](...)` call (frontend + passes + interpreter preparation + run), the
-median steady-state `InterpretedKernel.run` after a warm-up, and the median warm
-`kernel[grid](...)` launch (run plus argument binding). Prints a table and writes
+The kernels are Triton's tutorial kernels from kernellab.examples. For each it reports the
+first `kernel[grid](...)` call (frontend + passes + interpreter preparation + run), the median
+steady-state `InterpretedKernel.run` after a warm-up, and the median warm `kernel[grid](...)`
+launch (run plus argument binding). Prints a table and writes
 benchmarks/results/interpreter-<host>-<date>.json.
 """
 
@@ -21,40 +21,11 @@ from pathlib import Path
 import numpy as np
 
 import kernellab as kl
-import kernellab.language as tl
 from kernellab.backends.interpreter import prepare
+from kernellab.examples import add_kernel, softmax_kernel, softmax_reference
 
 # Triton 3.9's interpreter on this kind of machine (from the issue), seconds per call.
 TRITON_INTERPRETER_S = {"vector add": 0.50, "fused softmax": 1.19}
-
-
-@kl.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    tl.store(output_ptr + offsets, output, mask=mask)
-
-
-@kl.jit
-def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
-    row_idx = tl.program_id(0)
-    row_start_ptr = input_ptr + row_idx * input_row_stride
-    col_offsets = tl.arange(0, BLOCK_SIZE)
-    input_ptrs = row_start_ptr + col_offsets
-    mask = col_offsets < n_cols
-    row = tl.load(input_ptrs, mask=mask, other=-float("inf"))
-    row_minus_max = row - tl.max(row, axis=0)
-    numerator = tl.exp(row_minus_max)
-    denominator = tl.sum(numerator, axis=0)
-    softmax_output = numerator / denominator
-    output_row_start_ptr = output_ptr + row_idx * output_row_stride
-    output_ptrs = output_row_start_ptr + col_offsets
-    tl.store(output_ptrs, softmax_output, mask=mask)
 
 
 def vector_add_case():
@@ -76,8 +47,7 @@ def softmax_case():
     out = np.full((rows, cols), np.nan, np.float32)
 
     def check():
-        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
-        np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(out, softmax_reference(x), rtol=1e-5, atol=1e-7)
 
     return dict(name="fused softmax", detail="1024x1000 fp32, 1024 programs", kernel=softmax_kernel,
                 grid=(rows,), args=[out, x, cols, cols, cols], constexprs={"BLOCK_SIZE": 1024},

@@ -1,4 +1,5 @@
-"""The short tour `python -m kernellab` gives: compile, inspect and run the vector-add tutorial.
+"""The short tour `python -m kernellab` gives: compile, inspect and run the vector-add tutorial
+(kernellab.examples).
 
 It is the smallest end-to-end check that a fresh install works: the frontend, the TTIR passes
 and the interpreter all take part, and the result is compared with numpy.
@@ -9,19 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import kernellab as kl
-import kernellab.language as tl
-
-
-@kl.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    tl.store(output_ptr + offsets, output, mask=mask)
+from kernellab.examples import add, add_kernel
 
 
 def pass_table(passes) -> str:
@@ -44,7 +33,7 @@ def main() -> int:
     out = np.full(n, np.nan, dtype=np.float32)
 
     def launch():
-        add_kernel[lambda meta: (kl.cdiv(n, meta["BLOCK_SIZE"]),)](x, y, out, n, BLOCK_SIZE=1024)
+        add(x, y, out, BLOCK_SIZE=1024)
 
     launch()
     expected = x.astype(np.float64) + y

@@ -1,8 +1,9 @@
 """End to end on a real GPU (`-m gpu`; skipped without torch + CUDA): Triton's tutorial kernels
-(vector add, fused softmax, layer norm forward, matmul with autotuning and a leaky-ReLU epilogue)
-launched on torch CUDA tensors and checked element by element against float64 references; the
-disk cache reused by a second process; warm launches queued on torch's current stream; a failing
-device_assert reported (in a subprocess: it leaves the CUDA context unusable).
+from kernellab.examples (vector add, fused softmax, layer norm forward, matmul with autotuning
+and a leaky-ReLU epilogue) launched on torch CUDA tensors and checked element by element against
+float64 references; the disk cache reused by a second process; warm launches queued on torch's
+current stream; a failing device_assert reported (in a subprocess: it leaves the CUDA context
+unusable).
 """
 
 import json
@@ -15,7 +16,17 @@ import numpy as np
 import pytest
 
 import kernellab as kl
-import kernellab.language as tl
+from kernellab import examples
+from kernellab.examples import (
+    add,
+    add_kernel,
+    layer_norm_config,
+    layer_norm_kernel,
+    layer_norm_reference,
+    softmax_config,
+    softmax_persistent_kernel,
+    softmax_reference,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -77,56 +88,16 @@ def run_child(tmp_path, name: str, code: str, **env) -> tuple[dict | None, str]:
 # -- 01 vector add ---------------------------------------------------------------------------
 
 
-@kl.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    tl.store(output_ptr + offsets, output, mask=mask)
-
-
-def add(torch, x, y):
-    output = torch.full_like(x, float("nan"))
-    n_elements = output.numel()
-    grid = lambda meta: (kl.cdiv(n_elements, meta["BLOCK_SIZE"]),)
-    add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=1024)
-    return output
-
-
 @pytest.mark.parametrize("size", [1, 98432, (1 << 20) + 3])
 def test_vector_add_matches_torch(torch, size):
     x = torch.rand(size, device="cuda")
     y = torch.rand(size, device="cuda")
-    out = add(torch, x, y)
+    out = add(x, y, torch.full_like(x, float("nan")))
     torch.cuda.synchronize()
     assert torch.equal(out, x + y)  # one correctly rounded fp32 add: bit for bit
 
 
 # -- 02 fused softmax (the tutorial's persistent version) ------------------------------------
-
-
-@kl.jit
-def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                   BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):  # fmt: skip
-    row_start = tl.program_id(0)
-    row_step = tl.num_programs(0)
-    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
-        row_start_ptr = input_ptr + row_idx * input_row_stride
-        col_offsets = tl.arange(0, BLOCK_SIZE)
-        input_ptrs = row_start_ptr + col_offsets
-        mask = col_offsets < n_cols
-        row = tl.load(input_ptrs, mask=mask, other=-float("inf"))
-        row_minus_max = row - tl.max(row, axis=0)
-        numerator = tl.exp(row_minus_max)
-        denominator = tl.sum(numerator, axis=0)
-        softmax_output = numerator / denominator
-        output_row_start_ptr = output_ptr + row_idx * output_row_stride
-        output_ptrs = output_row_start_ptr + col_offsets
-        tl.store(output_ptrs, softmax_output, mask=mask)
 
 
 @pytest.mark.parametrize("shape", [(1823, 781), (37, 300), (64, 4096)])
@@ -136,15 +107,12 @@ def test_fused_softmax_matches_float64(torch, shape):
     x = to_cuda(torch, x_np)
     n_rows, n_cols = shape
     y = nan_like(torch, shape, torch.float32)
-    block = kl.next_power_of_2(n_cols)
-    num_warps = 4 if block <= 2048 else 8 if block <= 4096 else 16
+    block, num_warps = softmax_config(n_cols)
     programs = min(n_rows, 132 * 4)
-    softmax_kernel[(programs,)](y, x, x.stride(0), y.stride(0), n_rows, n_cols,
-                                BLOCK_SIZE=block, num_stages=2, num_warps=num_warps)  # fmt: skip
+    softmax_persistent_kernel[(programs,)](y, x, x.stride(0), y.stride(0), n_rows, n_cols,
+                                           BLOCK_SIZE=block, num_stages=2, num_warps=num_warps)  # fmt: skip
     torch.cuda.synchronize()
-    z = x_np.astype(np.float64)
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    ref = e / e.sum(axis=1, keepdims=True)
+    ref = softmax_reference(x_np)
     got = y.cpu().numpy()
     # fp32 exp (approximate on GPUs: a few ulp), an fp32 sum and one division
     assert_close64(got, ref, rtol=1e-5, atol=1e-8, what="softmax")
@@ -153,39 +121,6 @@ def test_fused_softmax_matches_float64(torch, shape):
 
 
 # -- 05 layer norm forward -------------------------------------------------------------------
-
-
-@kl.jit
-def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(0)
-    Y += row * stride
-    X += row * stride
-    mean = 0
-    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        a = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        _mean += a
-    mean = tl.sum(_mean, axis=0) / N
-    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        x = tl.where(cols < N, x - mean, 0.0)
-        _var += x * x
-    var = tl.sum(_var, axis=0) / N
-    rstd = 1 / tl.sqrt(var + eps)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask)
-        b = tl.load(B + cols, mask=mask)
-        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
-        x_hat = (x - mean) * rstd
-        y = x_hat * w + b
-        tl.store(Y + cols, y, mask=mask)
 
 
 @pytest.mark.parametrize("M, N, block", [(24, 300, None), (64, 4096, None), (16, 1000, 256)])
@@ -199,15 +134,11 @@ def test_layer_norm_forward_matches_float64(torch, M, N, block):
     y = nan_like(torch, (M, N), torch.float16)
     mean = nan_like(torch, (M,), torch.float32)
     rstd = nan_like(torch, (M,), torch.float32)
-    BLOCK_SIZE = block or min(65536 // 2, kl.next_power_of_2(N))
-    num_warps = min(max(BLOCK_SIZE // 256, 1), 8)
-    _layer_norm_fwd_fused[(M,)](x, y, w, b, mean, rstd, x.stride(0), N, eps,
-                                BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)  # fmt: skip
+    BLOCK_SIZE, num_warps = layer_norm_config(block or N, 2)  # `block`: several passes a row
+    layer_norm_kernel[(M,)](x, y, w, b, mean, rstd, x.stride(0), N, eps,
+                            BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)  # fmt: skip
     torch.cuda.synchronize()
-    x64 = x_np.astype(np.float64)
-    ref_mean = x64.mean(axis=1)
-    ref_rstd = 1 / np.sqrt(x64.var(axis=1) + eps)
-    ref_y = (x64 - ref_mean[:, None]) * ref_rstd[:, None] * w_np.astype(np.float64) + b_np
+    ref_y, ref_mean, ref_rstd = layer_norm_reference(x_np, w_np, b_np, eps)
     assert_close64(mean.cpu().numpy(), ref_mean, rtol=1e-5, atol=0, what="mean")
     assert_close64(rstd.cpu().numpy(), ref_rstd, rtol=1e-4, atol=0, what="rstd")
     # y is stored as fp16: half an ulp of rounding, plus fp32 error in the statistics
@@ -217,7 +148,7 @@ def test_layer_norm_forward_matches_float64(torch, M, N, block):
 # -- 03 matrix multiplication (autotuned, grouped ordering, leaky-ReLU epilogue) --------------
 
 
-@kl.autotune(
+matmul_kernel = kl.autotune(
     configs=[
         kl.Config({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8},
                   num_stages=3, num_warps=4),
@@ -225,46 +156,7 @@ def test_layer_norm_forward_matches_float64(torch, M, N, block):
                   num_stages=3, num_warps=4),
     ],
     key=["M", "N", "K"],
-)  # fmt: skip
-@kl.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                  stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
-                  BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-                  ACTIVATION: tl.constexpr):  # fmt: skip
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(tl.cdiv(K, BLOCK_SIZE_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator = tl.dot(a, b, accumulator)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    if ACTIVATION == "leaky_relu":
-        accumulator = leaky_relu(accumulator)
-    c = accumulator.to(tl.float16)
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
-
-
-@kl.jit
-def leaky_relu(x):
-    return tl.where(x >= 0, x, 0.01 * x)
+)(examples.matmul_kernel)  # fmt: skip
 
 
 @pytest.mark.parametrize("M, N, K", [(72, 80, 56), (512, 384, 256)])
