@@ -414,6 +414,9 @@ def compile(
                 if entry is not None:
                     return _from_cache(entry, backend, consts, attrs, arg_names, param_names,
                                        time.perf_counter() - start)  # fmt: skip
+        prepare = getattr(backend, "prepare", None)  # e.g. start loading the GPU toolchain
+        if prepare is not None:
+            prepare(opts)
         from kernellab.frontend.codegen import generate_ttir
 
         start = time.perf_counter()

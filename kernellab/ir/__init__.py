@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 
 from xdsl.context import Context
-from xdsl.dialects import builtin, math, scf
+from xdsl.dialects import builtin, scf
 from xdsl.dialects.builtin import AnyFloat, ModuleOp, TensorType
 from xdsl.ir import Attribute
 from xdsl.parser import Parser
@@ -22,6 +22,7 @@ from xdsl.printer import Printer
 
 from kernellab.ir import ttg
 from kernellab.ir.arith import ARITH
+from kernellab.ir.math import Math
 from kernellab.ir.tt import TT
 
 # encoding class -> alias stem, in the order the alias definitions are printed
@@ -34,9 +35,9 @@ _ALIAS_STEMS = {
 
 
 def context() -> Context:
-    """A fresh xDSL context with builtin, arith (ours), math, scf, tt and ttg loaded."""
+    """A fresh xDSL context with builtin, arith and math (ours), scf, tt and ttg loaded."""
     ctx = Context(allow_unregistered=False)
-    for dialect in (builtin.Builtin, ARITH, math.Math, scf.Scf, TT, ttg.TTG):
+    for dialect in (builtin.Builtin, ARITH, Math, scf.Scf, TT, ttg.TTG):
         ctx.load_dialect(dialect)
     return ctx
 

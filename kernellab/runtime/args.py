@@ -250,6 +250,26 @@ def _resolve(tp: type) -> Handler | None:
     return None
 
 
+# -- the warm path's argument classes ------------------------------------------------------
+# The JIT's fast binder (runtime/jit.py) classifies each argument by `type(value)` through this
+# table: torch tensors, Python ints, floats, bools and None take the fast path; anything else
+# (numpy arrays, __cuda_array_interface__ objects, numpy scalars, ...) goes through `specialize`.
+FAST_TENSOR, FAST_INT, FAST_FLOAT, FAST_BOOL, FAST_NONE, FAST_OTHER = range(6)
+_FAST_CLASS: dict[type, int] = {int: FAST_INT, float: FAST_FLOAT, bool: FAST_BOOL, type(None): FAST_NONE}
+TENSOR_TYPES: set[type] = set()  # the torch tensor classes seen so far (filled by fast_class)
+
+
+def fast_class(tp: type) -> int:
+    """The fast-path class of values of type `tp` (looked up once per type, then cached)."""
+    cls = _FAST_CLASS.get(tp)
+    if cls is None:
+        cls = FAST_TENSOR if _resolve(tp) is _torch else FAST_OTHER
+        _FAST_CLASS[tp] = cls
+        if cls == FAST_TENSOR:
+            TENSOR_TYPES.add(tp)
+    return cls
+
+
 def specialize(value, specialize: bool = True, align: bool = True) -> tuple[Key, object]:
     """(key, runtime value) of one non-constexpr argument; raises ArgumentError if unsupported.
 
@@ -366,5 +386,6 @@ def normalize_grid(grid) -> tuple[int, int, int]:
 
 __all__ = [
     "ArgumentError", "specialize", "runtime_value", "as_numpy", "normalize_grid", "flat_buffer",
-    "launch_device", "is_gpu_key", "describe_key", "writable_array", "snapshot",
+    "launch_device", "is_gpu_key", "describe_key", "writable_array", "snapshot", "fast_class",
+    "TENSOR_TYPES",
 ]  # fmt: skip

@@ -6,6 +6,11 @@ device), and looks the key up in an in-memory cache of compiled kernels; only a 
 (through the disk cache for GPU targets). The binder is built once per function from its
 signature.
 
+Repeated GPU launches take a warm path (`Binder.fast`): one loop over the arguments builds a
+flat key (type dispatch by `type(value)`, a tensor's dtype, device and `data_ptr() % 16`), one
+dict lookup finds the launch made for it the first time, and that launch packs the arguments
+into a preallocated buffer and calls the driver once (backends/nvidia/launcher.py).
+
 Where a launch runs follows from its arrays: CPU arrays (numpy, torch CPU tensors) run on the
 interpreter; torch CUDA tensors and `__cuda_array_interface__` objects compile for the GPU they
 live on and launch there (on torch's current stream when torch tensors are passed). Mixing the
@@ -14,6 +19,7 @@ two is an error that names the arguments.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 
@@ -21,7 +27,10 @@ from kernellab.compiler import OPTION_NAMES, CompiledKernel, compile
 from kernellab.language import core as tl
 from kernellab.runtime.args import (
     _HANDLERS,
+    FAST_TENSOR,
+    TENSOR_TYPES,
     ArgumentError,
+    fast_class,
     launch_device,
     normalize_grid,
     specialize,
@@ -29,6 +38,13 @@ from kernellab.runtime.args import (
 
 _MISSING = inspect.Parameter.empty
 _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
+
+# Per-parameter kinds of the fast binder: 0 for a constexpr, else the flags of a runtime
+# argument, 1 = specialize on 16-byte alignment / divisibility, 2 = specialize on the value 1
+# (Binder.fast tests them as literals: `kind & 1`, `kind & 2`, `kind == 3`).
+_CONST, _ALIGN, _SPECIALIZE = 0, 1, 2
+# Markers of the fast key (see Binder.fast): scalars' specializations.
+_K_ONE, _K_I32, _K_I32_16, _K_FP32, _K_I1, _K_NONE = "=1", "i32", "i32%16", "fp32", "i1", "None"
 
 
 class KernelInterface:
@@ -63,6 +79,14 @@ class Binder:
         no_align = self._names(do_not_specialize_on_alignment, "do_not_specialize_on_alignment")
         self.specialize = [name not in no_spec for name in self.names]
         self.align = [name not in no_align for name in self.names]
+        self._kinds = tuple(
+            _CONST if const else (_SPECIALIZE if spec else 0) | (_ALIGN if align else 0)
+            for const, spec, align in zip(self.is_constexpr, self.specialize, self.align)
+        )
+        self._plans: dict[tuple, tuple | bool] = {}
+        self._tail_defaults = tuple(
+            (name, d.value if isinstance(d, tl.constexpr) else d) for name, d in zip(self.names, self.defaults)
+        )
 
     def _names(self, items, what: str) -> set[str]:
         names = set()
@@ -111,6 +135,113 @@ class Binder:
         if options:
             key.append(tuple(sorted(options.items())))
         return Bound(tuple(key), runtime, values, options)
+
+    def fast(self, args: tuple, kwargs: dict):
+        """The warm path's binding: `(key, runtime args)`, or None when an argument needs the
+        full `bind` (numpy arrays, CPU tensors, large ints, tl.constexpr objects, ...).
+
+        The key is flat, parameter by parameter: a constexpr adds its type and value, a torch
+        CUDA tensor its dtype, device and 16-byte alignment, a scalar one marker of its
+        specialization; the launch options come last. The parameters' kinds are fixed, so the
+        key reads back unambiguously, and equal keys mean equal `bind` keys: a key seen before
+        maps straight to a launch. This runs on every launch: plain loops and dict lookups.
+        """
+        plan = self._plans.get((len(args), *kwargs))
+        if plan is None:
+            plan = self._plan(len(args), tuple(kwargs))
+        if not plan:
+            return None
+        kinds, tail, options = plan
+        if tail is None:  # a later parameter that is not a constexpr: bind them all in order
+            values = self.values(args, kwargs)
+            if values is None:
+                return None
+            kinds, tail = self._kinds, ()
+        else:
+            values = args
+        key = []
+        runtime = []
+        tensors = TENSOR_TYPES
+        for value, kind in zip(values, kinds):
+            tp = value.__class__
+            if tp in tensors and kind:
+                device = value.get_device()
+                if device < 0:  # a CPU tensor: the interpreter
+                    return None
+                ptr = value.data_ptr()
+                key += (value.dtype, device, kind & 1 and not ptr & 15)
+                runtime.append(ptr)
+            elif not kind:  # a constexpr
+                if tp is tl.constexpr:
+                    return None
+                key += (tp, value)
+            elif tp is int:
+                if value == 1 and kind & 2:
+                    key.append(_K_ONE)
+                elif -0x80000000 <= value <= 0x7FFFFFFF:
+                    key.append(_K_I32_16 if kind == 3 and not value & 15 else _K_I32)
+                    runtime.append(value)
+                else:
+                    return None
+            elif tp is float:
+                key.append(_K_FP32)
+                runtime.append(value)
+            elif tp is bool:
+                key.append(_K_I1)
+                runtime.append(value)
+            elif value is None:
+                key.append(_K_NONE)
+            elif fast_class(tp) == FAST_TENSOR:  # a tensor class not seen before
+                return self.fast(args, kwargs)
+            else:
+                return None
+        for name, default in tail:  # constexprs after the positional arguments
+            value = kwargs.get(name, default)
+            tp = value.__class__
+            if value is _MISSING or tp is tl.constexpr:
+                return None
+            key += (tp, value)
+        if options:
+            key.append(tuple([(name, kwargs[name]) for name in options]))
+        return tuple(key), runtime
+
+    def values(self, args: tuple, kwargs: dict):
+        """Every parameter's value in order (defaults filled in), or None when a call needs
+        `bind` to sort it out. For calls `fast` accepted this equals `bind(...).values`."""
+        plan = self._plans.get((len(args), *kwargs))
+        if plan is None:
+            plan = self._plan(len(args), tuple(kwargs))
+        if not plan:
+            return None
+        values = list(args)
+        for name, default in self._tail_defaults[len(args) :]:
+            value = kwargs.get(name, default)
+            if value is _MISSING:
+                return None
+            values.append(value)
+        return values
+
+    def _plan(self, nargs: int, names: tuple):
+        """How `fast` completes a call with `nargs` positional arguments and keyword `names`:
+        (the kinds of the positional arguments, the later parameters as (name, default) when all
+        are constexprs else None, the launch options given), or False when such a call needs
+        `bind` (too many arguments, unknown or repeated names)."""
+        plan = False
+        n = len(self.names)
+        positional = set(self.names[:nargs])
+        if nargs <= n and not positional & set(names):
+            params = [name for name in names if name in self.index]
+            options = tuple(sorted(name for name in names if name in OPTION_NAMES and name not in self.index))
+            unknown = set(names) - set(params) - set(options)
+            overlap = set(params) & OPTION_NAMES  # a parameter named like an option: bind decides
+            if not unknown and not overlap:
+                tail = self._tail_defaults[nargs:]
+                if not all(self.is_constexpr[nargs:]):
+                    tail = None
+                plan = (self._kinds[:nargs], tail, options)
+        if len(self._plans) < 64:
+            self._plans[(nargs, *names)] = plan
+        return plan
 
     def _bind_keywords(self, values: list, kwargs: dict, options: dict) -> None:
         for name, value in kwargs.items():
@@ -185,20 +316,70 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         self.debug = debug
         self.cache: dict[tuple, CompiledKernel] = {}
         self.where: dict[tuple, tuple[int, bool] | None] = {}  # key → (GPU index, torch stream?)
+        # warm path: Binder.fast's key → (launch(runtime args, gx, gy, gz), CompiledKernel)
+        self._launches: dict[tuple, tuple] = {}
+        self._fast = self.binder.fast
+
+    def __getitem__(self, grid):
+        return functools.partial(self._launch_on, grid)
 
     def run(self, *args, grid=None, warmup: bool = False, **kwargs) -> CompiledKernel:
         """Bind, look up (or compile) the specialization, and launch it on `grid` unless `warmup`."""
+        if warmup:
+            return self._slow(grid, args, kwargs, True)
+        return self._launch_on(grid, *args, **kwargs)
+
+    def _launch_on(self, grid, *args, **kwargs) -> CompiledKernel:
+        """`kernel[grid](*args, **kwargs)`. The warm path: a flat key from the arguments
+        (Binder.fast), one dict lookup, one launch; anything else goes through `_slow`."""
+        fast = self._fast(args, kwargs)
+        if fast is not None:
+            try:
+                entry = self._launches.get(fast[0])
+            except TypeError:  # an unhashable constexpr: bind says which
+                entry = None
+            if entry is not None:
+                launch, kernel = entry
+                if grid.__class__ is tuple and len(grid) == 1:
+                    gx = grid[0]
+                    if gx.__class__ is int and gx > 0:
+                        launch(fast[1], gx, 1, 1)
+                        return kernel
+                if grid is None:
+                    raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
+                if callable(grid):
+                    grid = grid(dict(zip(self.binder.names, self.binder.values(args, kwargs))))
+                gx, gy, gz = normalize_grid(grid)
+                if gx and gy and gz:
+                    launch(fast[1], gx, gy, gz)
+                return kernel
+        return self._slow(grid, args, kwargs, False, fast)
+
+    def _slow(self, grid, args: tuple, kwargs: dict, warmup: bool, fast=None) -> CompiledKernel:
+        """Bind every argument, compile on a miss, and remember the launch for the warm path."""
+        if "warmup" in kwargs:  # kernel[grid](..., warmup=True)
+            kwargs = dict(kwargs)
+            warmup = bool(kwargs.pop("warmup"))
         bound = self.binder.bind(args, kwargs)
         kernel = self.cache.get(bound.key)
         if kernel is None:
             kernel = self._compile(bound)
         if warmup:
             return kernel
+        where = self.where.get(bound.key)
+        if fast is not None and where is not None:  # GPU launches: remember for the warm path
+            launcher = kernel._launcher or kernel._get_launcher()
+            bind = getattr(launcher, "bind", None)
+            if bind is not None:
+                try:
+                    self._launches[fast[0]] = (bind(where), kernel)
+                except TypeError:  # an unhashable constexpr
+                    pass
         if grid is None:
             raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
         if callable(grid):
             grid = grid(self.binder.meta(bound))
-        kernel.launch(bound.args, normalize_grid(grid), None, self.where.get(bound.key))
+        kernel.launch(bound.args, normalize_grid(grid), None, where)
         return kernel
 
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 from xdsl.dialects import builtin
-from xdsl.dialects import math as xmath
+from kernellab.ir import math as xmath
 
 from kernellab.backends.interpreter.compiler import builds
 from kernellab.backends.interpreter.dtypes import (

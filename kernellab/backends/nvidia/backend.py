@@ -192,6 +192,16 @@ def _cubin_stage(art: CudaArtifact, options) -> StageOutput:
     return StageOutput(art, cubin, [_record("ptxas", log, seconds, summary)], metadata=md)
 
 
+def prepare_toolchain(options) -> None:
+    """Get nvJitLink ready ahead of the cubin stage: `kl.compile` calls this when it is about to
+    compile (not on a cache hit). nvJitLink's one-time initialization (hundreds of milliseconds
+    on a GPU machine) then runs in a background thread without the GIL while the frontend and
+    the IR stages run (cubin.start_warm_up)."""
+    from kernellab.backends.nvidia import cubin
+
+    cubin.start_warm_up(getattr(options, "target", None) or DEFAULT_ARCH)
+
+
 def stages() -> dict:
     return {"ttir": _ttir_stage, "ttgir": _ttgir_stage, "llir": _llir_stage, "ptx": _ptx_stage, "cubin": _cubin_stage}
 
@@ -253,7 +263,15 @@ def _lazy_sass(cubin: bytes):
     return make_sass(cubin)
 
 
-NVIDIA = Backend(
+@dataclass(frozen=True)
+class NvidiaBackend(Backend):
+    """The NVIDIA backend; `prepare(options)` runs before a compile that misses the cache."""
+
+    def prepare(self, options) -> None:
+        prepare_toolchain(options)
+
+
+NVIDIA = NvidiaBackend(
     name="nvidia",
     stages=stages,
     parsers={"ttir": _parse_ir, "ttgir": _parse_ir, "llir": _parse_llir, "ptx": _parse_ptx},
@@ -266,4 +284,7 @@ NVIDIA = Backend(
     stage_markers={"ttir": r"\btt\.func\b", "ttgir": r"\bttg\.|#ttg\.", "llir": r"^\s*define\s", "ptx": r"^\s*\.entry\s|^\.version\s"},
 )
 
-__all__ = ["NvidiaOptions", "CudaArtifact", "NVIDIA", "resolve_target", "is_nvidia_target", "stages"]
+__all__ = [
+    "NvidiaOptions", "CudaArtifact", "NVIDIA", "NvidiaBackend", "resolve_target", "is_nvidia_target",
+    "stages", "prepare_toolchain",
+]  # fmt: skip

@@ -46,14 +46,71 @@ def _load_nvjitlink():
     """cuda.bindings.nvjitlink if its shared library loads, else None (reason kept)."""
     global _nvjitlink, _nvjitlink_error
     if _nvjitlink is None and _nvjitlink_error is None:
-        try:
-            from cuda.bindings import nvjitlink
+        with _load_lock:
+            if _nvjitlink is None and _nvjitlink_error is None:
+                try:
+                    from cuda.bindings import nvjitlink
 
-            nvjitlink.version()  # loads libnvJitLink; raises if it isn't installed
-            _nvjitlink = nvjitlink
-        except Exception as e:  # ImportError, DynamicLibNotFoundError, ...
-            _nvjitlink_error = f"{type(e).__name__}: {e}"
+                    nvjitlink.version()  # loads libnvJitLink; raises if it isn't installed
+                    _nvjitlink = nvjitlink
+                except Exception as e:  # ImportError, DynamicLibNotFoundError, ...
+                    _nvjitlink_error = f"{type(e).__name__}: {e}"
     return _nvjitlink
+
+
+_load_lock = threading.Lock()
+_warming: threading.Thread | None = None
+
+
+def start_warm_up(arch: str = "sm_90") -> None:
+    """Let nvJitLink initialize in the background, ahead of the first link.
+
+    Its first handle in a process costs up to a few hundred milliseconds (on a machine with a
+    GPU it initializes CUDA). The library is loaded here, on the calling thread; then a
+    background thread creates and destroys one handle through ctypes, which releases the GIL,
+    so the initialization overlaps the frontend and the IR stages. `make_cubin` waits for it
+    (the link lock). Does nothing if nvJitLink is unavailable (make_cubin reports that).
+    """
+    global _warming
+    if _warming is not None or _load_nvjitlink() is None:
+        return
+    functions = _create_and_destroy()
+    if functions is None:
+        return
+    _warming = threading.Thread(target=_warm, args=(*functions, arch), name="kernellab-nvjitlink", daemon=True)
+    _warming.start()
+
+
+def _create_and_destroy():
+    """nvJitLinkCreate and nvJitLinkDestroy of the library cuda.bindings loaded, as ctypes
+    functions (calling them releases the GIL); None if they can't be found."""
+    try:
+        import ctypes
+
+        from cuda import pathfinder
+
+        lib = ctypes.CDLL(pathfinder.load_nvidia_dynamic_lib("nvJitLink").abs_path)
+        create, destroy = lib.nvJitLinkCreate, lib.nvJitLinkDestroy
+        handle_p = ctypes.POINTER(ctypes.c_void_p)
+        create.restype = destroy.restype = ctypes.c_int
+        create.argtypes = [handle_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_char_p)]
+        destroy.argtypes = [handle_p]
+        return create, destroy
+    except Exception:
+        return None
+
+
+def _warm(create, destroy, arch: str) -> None:
+    import ctypes
+
+    try:
+        with _lock:
+            handle = ctypes.c_void_p()
+            options = (ctypes.c_char_p * 1)(f"-arch={arch}".encode())
+            if create(ctypes.byref(handle), 1, options) == 0:
+                destroy(ctypes.byref(handle))
+    except Exception:  # only a warm-up: the real link reports problems
+        pass
 
 
 def nvjitlink_version() -> tuple[int, int] | None:
@@ -205,5 +262,5 @@ def make_cubin(ptx: str, options=None, name: str | None = None) -> tuple[bytes, 
 
 __all__ = [
     "make_cubin", "parse_resources", "PTXAssemblyError", "ToolchainUnavailableError",
-    "max_threads_for_registers", "nvjitlink_version",
+    "max_threads_for_registers", "nvjitlink_version", "start_warm_up",
 ]  # fmt: skip

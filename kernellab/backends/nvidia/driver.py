@@ -216,13 +216,14 @@ def device_count() -> int:
     return int(call("cuDeviceGetCount"))
 
 
-def make_current(index: int = 0) -> None:
+def make_current(index: int = 0, force: bool = False) -> None:
     """Make device `index`'s primary context current on this thread.
 
     With one GPU this is a thread-local check after the first call. With several, torch (or
     anyone) may switch the thread's context between our launches, so it is set every time.
+    `force` sets it regardless (after a launch found no context current).
     """
-    if getattr(_tls, "current", None) == index and device_count() == 1:
+    if not force and getattr(_tls, "current", None) == index and device_count() == 1:
         return
     ctx = primary_context(index)
     call("cuCtxSetCurrent", ctx)
@@ -232,6 +233,39 @@ def make_current(index: int = 0) -> None:
 def current_device_index() -> int:
     """The device whose context is current on this thread (0 if none yet)."""
     return getattr(_tls, "current", None) or 0
+
+
+_raw_launch: tuple = (None, None)  # (driver module it came from, ctypes function or None)
+
+# CUlaunchConfig (cuda.h): gridDim x/y/z, blockDim x/y/z, sharedMemBytes (7 unsigned ints),
+# padding, hStream, attrs, numAttrs; 56 bytes, padded here to 64 so kernel parameters can follow.
+LAUNCH_CONFIG_FORMAT = "=7I4xQQI12x"
+LAUNCH_CONFIG_BYTES = 64
+
+
+def raw_launch_function():
+    """`cuLaunchKernelEx(config, function, kernelParams, extra)` as a ctypes function taking
+    pointers (`ctypes.c_void_p` or None) and returning the CUresult as an int; None when the
+    driver can't provide it (then use the binding `_driver().cuLaunchKernel`).
+
+    The warm launch path uses it with every argument prepared in advance: the launch
+    configuration (LAUNCH_CONFIG_FORMAT) and the kernel parameters are packed into one buffer,
+    so a launch is one `struct.pack_into` and this call, with no per-call argument conversion.
+    The GIL is released during the call, as the binding does.
+    """
+    global _raw_launch
+    drv = _driver()
+    if _raw_launch[0] is not drv:
+        fn = None
+        try:
+            flags = drv.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+            err, pfn, _status = drv.cuGetProcAddress(b"cuLaunchKernelEx", 12000, flags)
+            if not err and int(pfn):
+                fn = ctypes.CFUNCTYPE(ctypes.c_int)(int(pfn))
+        except Exception:  # an old driver or binding, a stand-in driver, ...
+            fn = None
+        _raw_launch = (drv, fn)
+    return _raw_launch[1]
 
 
 def load_module(cubin: bytes, index: int = 0):
@@ -275,4 +309,5 @@ __all__ = [
     "CudaError", "NoDriverError", "available", "init", "device_info", "DeviceInfo", "device_count",
     "primary_context", "make_current", "load_module", "get_function", "function_attribute",
     "set_function_attribute", "max_active_blocks", "synchronize", "visible_arch", "call", "error",
+    "raw_launch_function",
 ]  # fmt: skip

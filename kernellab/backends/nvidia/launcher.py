@@ -1,10 +1,16 @@
 """The GPU launcher: one per compiled kernel, argument packing precomputed, one driver call per launch.
 
 Built once from the kernel's parameter list (PTX `.param` types + the signature): a ctypes buffer
-holds every argument at its offset, an array of pointers into it is the `kernelParams` of
-cuLaunchKernel, and one `struct.pack_into` fills the buffer per launch. The module is loaded
-(and its shared-memory limit raised when it needs more than 48 KB) the first time the kernel runs
-on a device. The warm path is: pack, look up the function and the stream, cuLaunchKernel.
+holds every argument at its offset, an array of pointers into it is the `kernelParams` of the
+launch, and one `struct.pack_into` fills the buffer per launch. The module is loaded (and its
+shared-memory limit raised when it needs more than 48 KB) the first time the kernel runs on a
+device.
+
+Two ways in: `run(args, grid, trace, where)` (CompiledKernel launches: checks the arguments, makes
+the context current, calls the binding's cuLaunchKernel) and `bind(where)`, the JIT's warm path:
+a closure that packs the grid, the stream and the arguments into one buffer laid out as a
+CUlaunchConfig followed by the parameters, and calls cuLaunchKernelEx through ctypes with four
+prepared pointers, so no argument is converted per launch.
 
 Launches go on torch's current stream when torch tensors were passed, else on the default stream.
 """
@@ -149,11 +155,15 @@ class CudaLauncher:
         if not signature or not known or len(signature) > len(params):
             signature = [_PTX_SIG.get(p, p) for p in params]  # IR resumed from text: PTX types
         self.signature = signature
-        fmt, offsets, total, converters, extras = plan_parameters(params, self.signature)
         self.nargs = len(self.signature)
+        fmt, offsets, total, converters, extras = plan_parameters(params, self.signature)
         self.arg_names = list(arg_names) if arg_names else [f"argument {i + 1}" for i in range(self.nargs)]
         self._struct = struct.Struct(fmt)
+        # the user arguments alone: trailing extra parameters stay zero in the buffer
+        self._args_struct = struct.Struct(plan_parameters(params[: self.nargs], self.signature)[0])
         self._storage = ctypes.create_string_buffer(max(total, 1))
+        self._storage_size, self._offsets = total, offsets
+        self._ex = None  # the warm path's launch buffer (see _config_buffer)
         base = ctypes.addressof(self._storage)
         self._pointers = (ctypes.c_void_p * max(len(params), 1))(*[base + o for o in offsets])
         self._params_address = ctypes.addressof(self._pointers) if params else 0
@@ -167,6 +177,7 @@ class CudaLauncher:
         self._lock = threading.Lock()
         self._launch = None
         self._raw_stream = None
+        self.use_raw_launch = True  # warm path: cuLaunchKernelEx via ctypes when the driver has it
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -234,18 +245,113 @@ class CudaLauncher:
 
     # -- launching ---------------------------------------------------------------------------
 
-    def _stream(self, device: int) -> int:
+    def _stream_function(self):
+        """`f(device) -> torch's current stream there, as an int` (None without torch)."""
         raw = self._raw_stream
         if raw is None:
             torch = sys.modules.get("torch")
             if torch is None:
-                return 0
+                return None
             raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
             if raw is None:
                 def raw(d, _torch=torch):
                     return _torch.cuda.current_stream(d).cuda_stream
             self._raw_stream = raw
-        return raw(device)
+        return raw
+
+    def _stream(self, device: int) -> int:
+        raw = self._raw_stream or self._stream_function()
+        return 0 if raw is None else raw(device)
+
+    def bind(self, where: tuple[int, bool]):
+        """The warm-path launch for `where` = (device, use torch's stream): a function
+        `launch(args, gx, gy, gz)` that packs the grid, torch's current stream and the arguments
+        into a preallocated buffer with one `struct.pack_into` and makes one driver call
+        (cuLaunchKernelEx through ctypes, else the binding's cuLaunchKernel). `args` must match
+        the signature (the JIT's binder guarantees it) and the grid must be non-empty.
+        """
+        device, use_torch = where
+        fn = self.function(device)
+        if self._converters or self.debug or driver.device_count() > 1:
+            # converted scalars, a synchronizing debug launch, or a context to make current on
+            # every launch (several GPUs): the general path
+            def launch_general(args, gx, gy, gz):
+                self.run(args, (gx, gy, gz), None, where)
+
+            return launch_general
+        pack = self._args_struct.pack_into
+        storage = self._storage
+        lock = self._lock  # the buffer is shared: pack and launch as one step
+        threads, shared, params = self.threads, self.shared, self._params_address
+        current_stream = self._stream_function() if use_torch else None
+        raw = driver.raw_launch_function() if self.use_raw_launch else None
+        if raw is None:
+            launch = self._launch
+
+            def launch_binding(args, gx, gy, gz):
+                stream = current_stream(device) if current_stream is not None else 0
+                with lock:
+                    try:
+                        pack(storage, 0, *args)
+                    except struct.error:
+                        raise self._argument_error(args) from None
+                    err = launch(fn, gx, gy, gz, threads, 1, 1, shared, stream, params, 0)[0]
+                if err:
+                    self._failed(err, args, (gx, gy, gz), where)
+
+            return launch_binding
+
+        pack, buffer, config, params_ptr = self._config_buffer()
+        fn_ptr = ctypes.c_void_p(int(fn))
+
+        if current_stream is None:  # no torch tensors: the default stream
+
+            def launch_raw(args, gx, gy, gz):
+                with lock:
+                    try:
+                        pack(buffer, 0, gx, gy, gz, threads, 1, 1, shared, 0, 0, 0, *args)
+                    except struct.error:
+                        raise self._argument_error(args) from None
+                    err = raw(config, fn_ptr, params_ptr, None)
+                if err:
+                    self._failed(err, args, (gx, gy, gz), where)
+
+            return launch_raw
+
+        def launch_raw_on_torch_stream(args, gx, gy, gz):
+            stream = current_stream(device)
+            with lock:
+                try:
+                    pack(buffer, 0, gx, gy, gz, threads, 1, 1, shared, stream, 0, 0, *args)
+                except struct.error:
+                    raise self._argument_error(args) from None
+                err = raw(config, fn_ptr, params_ptr, None)
+            if err:
+                self._failed(err, args, (gx, gy, gz), where)
+
+        return launch_raw_on_torch_stream
+
+    def _config_buffer(self):
+        """(pack_into, buffer, config pointer, kernelParams pointer) for cuLaunchKernelEx: one
+        buffer holding the CUlaunchConfig and then the kernel parameters, made once."""
+        if self._ex is None:
+            fmt = driver.LAUNCH_CONFIG_FORMAT + self._args_struct.format.lstrip("=<>@!")
+            buffer = ctypes.create_string_buffer(driver.LAUNCH_CONFIG_BYTES + max(self._storage_size, 1))
+            base = ctypes.addressof(buffer) + driver.LAUNCH_CONFIG_BYTES
+            pointers = (ctypes.c_void_p * max(len(self._offsets), 1))(*[base + o for o in self._offsets])
+            params = ctypes.c_void_p(ctypes.addressof(pointers) if self._offsets else None)
+            self._ex = (struct.Struct(fmt).pack_into, buffer, ctypes.c_void_p(ctypes.addressof(buffer)), params)
+            self._ex_pointers = pointers  # kernelParams points into it: keep it alive
+        return self._ex
+
+    def _failed(self, err, args, grid, where) -> None:
+        """A warm-path launch failed: with no context current on this thread (a new thread),
+        make the device's current and launch again; otherwise raise what went wrong."""
+        if int(err) == _INVALID_CONTEXT:
+            driver.make_current(where[0], force=True)
+            self.run(args, grid, None, where)
+            return
+        raise self._launch_error(err, grid, where[0])
 
     def run(self, args, grid, trace=None, where=None):
         if trace is not None:
@@ -317,6 +423,8 @@ class CudaLauncher:
         e.args = (f"{self.name}: {e.args[0]}",)
         return e
 
+
+_INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: no context is current on this thread
 
 _PTX_SIG = {
     "u8": "u8", "s8": "i8", "b8": "u8", "u16": "u16", "s16": "i16", "b16": "u16", "f16": "fp16",

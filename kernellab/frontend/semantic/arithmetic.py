@@ -8,12 +8,10 @@ the `arith` op from the promoted type, as Triton does.
 
 from __future__ import annotations
 
-from xdsl.dialects import math
-
 from kernellab.frontend.errors import SemanticError
 from kernellab.frontend.semantic.base import SemanticBase, number_type
 from kernellab.frontend.values import python_value, show, unwrap
-from kernellab.ir import arith, tt
+from kernellab.ir import arith, math, tt
 from kernellab.language import core as tl
 from kernellab.language.builtins import PropagateNan
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
-from xdsl.dialects import math as xmath
+from kernellab.ir import math as xmath
 from xdsl.dialects.builtin import TensorType
 
 from kernellab.backends.nvidia.lowering import mathmath

@@ -1,0 +1,281 @@
+"""The JIT's warm path: `Binder.fast` keys agree with `bind`, and a repeated launch goes from the
+arguments straight to one packed cuLaunchKernel call (checked against a fake driver, no GPU).
+
+The "CUDA tensors" here are stand-ins that look like torch tensors to the runtime (a `torch`
+module name, `get_device`, `data_ptr`, `dtype`); the fake driver reads the packed parameters
+back the way the real one would.
+"""
+
+import ctypes
+import itertools
+import random
+import types
+
+import numpy as np
+import pytest
+
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.nvidia import driver
+from kernellab.runtime import args as args_module
+
+try:
+    from cuda.bindings.driver import CUresult
+except ImportError:  # pragma: no cover
+    CUresult = None
+
+KB = 1024
+
+
+class FakeDtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+FLOAT32, FLOAT16, INT32 = FakeDtype("float32"), FakeDtype("float16"), FakeDtype("int32")
+
+
+class FakeTensor:
+    """Looks like a torch tensor to kernellab's argument handling."""
+
+    def __init__(self, ptr, dtype=FLOAT32, device=0):
+        self.ptr, self.dtype, self.device = ptr, dtype, device
+
+    def get_device(self):
+        return self.device
+
+    def data_ptr(self):
+        return self.ptr
+
+
+FakeTensor.__module__ = "torch.fake"
+
+
+@kl.jit
+def spec_kernel(x_ptr, n, scale, flag, y_ptr, BLOCK: tl.constexpr, ACT: tl.constexpr = "none"):
+    pass
+
+
+@kl.jit(do_not_specialize=["n"], do_not_specialize_on_alignment=["y_ptr"])
+def nospec_kernel(x_ptr, n, scale, flag, y_ptr, BLOCK: tl.constexpr, ACT: tl.constexpr = "none"):
+    pass
+
+
+def _random_value(rng, slot):
+    if slot in ("x_ptr", "y_ptr"):
+        return rng.choice([
+            FakeTensor(rng.choice([0x7F0000000000, 0x7F0000000010, 0x7F0000000004, 0x7F0000000008])),
+            FakeTensor(0x7F0000000100, FLOAT16), FakeTensor(0x7F0000000100, INT32, device=1),
+            np.zeros(4, np.float32),
+        ])  # fmt: skip
+    if slot == "n":
+        return rng.choice([0, 1, 2, 16, 17, 32, -16, 2**31 - 16, 2**31, -(2**31), 2**40, True, 3.0, None])
+    if slot == "scale":
+        return rng.choice([1.0, 0.5, 2, 1, np.float32(1.5), np.int64(16)])
+    if slot == "flag":
+        return rng.choice([True, False, 0, 1])
+    if slot == "BLOCK":
+        return rng.choice([16, 32, 32.0, True, tl.constexpr(16)])
+    return rng.choice(["none", "relu", 1])
+
+
+@pytest.mark.parametrize("kernel", [spec_kernel, nospec_kernel], ids=["specialized", "do_not_specialize"])
+def test_fast_keys_agree_with_bind(kernel):
+    """Two calls share a fast key exactly when they share a bind key, with the same runtime args."""
+    rng = random.Random()
+    binder = kernel.binder
+    names = ["x_ptr", "n", "scale", "flag", "y_ptr", "BLOCK", "ACT"]
+    seen: dict = {}
+    fast_calls = 0
+    for _ in range(400):
+        values = {name: _random_value(rng, name) for name in names}
+        npos = rng.randint(0, 5)
+        args = tuple(values[n] for n in names[:npos])
+        kwargs = {n: values[n] for n in names[npos:] if n != "ACT" or rng.random() < 0.5}
+        if rng.random() < 0.2:
+            kwargs["num_warps"] = rng.choice([2, 4])
+        try:
+            bound = binder.bind(args, kwargs)
+        except (TypeError, args_module.ArgumentError):
+            bound = None
+        fast = binder.fast(args, kwargs)
+        if fast is None:
+            continue
+        assert bound is not None, (args, kwargs)
+        fast_calls += 1
+        key, runtime = fast
+        assert runtime == bound.args, (args, kwargs)
+        assert binder.values(args, kwargs) == bound.values
+        if key in seen:
+            assert seen[key] == bound.key, (args, kwargs)
+        seen[key] = bound.key
+    assert fast_calls > 20
+    assert len(set(seen.values())) == len(seen)  # distinct fast keys: distinct bind keys
+
+
+def test_arguments_the_fast_path_leaves_to_bind():
+    b = spec_kernel.binder
+    t = FakeTensor(0x7F0000000000)
+    assert b.fast((t, 4, 1.0, True, t), {"BLOCK": 16}) is not None
+    assert b.fast((np.zeros(4, np.float32), 4, 1.0, True, t), {"BLOCK": 16}) is None  # numpy
+    assert b.fast((FakeTensor(64, device=-1), 4, 1.0, True, t), {"BLOCK": 16}) is None  # CPU tensor
+    assert b.fast((t, 2**40, 1.0, True, t), {"BLOCK": 16}) is None  # an i64 scalar
+    assert b.fast((t, 4, 1.0, True, t), {"BLOCK": tl.constexpr(16)}) is None
+    assert b.fast((t, 4, 1.0, True, t), {"BLOCK": 16, "warmup": True}) is None
+    assert b.fast((t, 4, 1.0, True, t), {"BLOCK": 16, "bogus": 1}) is None
+    assert b.fast((t, 4, 1.0, True, t), {"BLOCK": 16, "n": 3}) is None  # given twice
+    assert b.fast((t, 4, 1.0, True), {"BLOCK": 16}) is None  # y_ptr missing
+
+
+# -- launches through a fake driver -----------------------------------------------------------
+
+
+class FakeDriver:
+    """The driver calls a launch needs; cuLaunchKernel reads the parameters back from memory."""
+
+    def __init__(self, results=()):
+        self.launches = []
+        self.results = list(results)
+        self.made_current = []
+        self.info = driver.DeviceInfo(
+            index=0, name="Fake H100", capability=(9, 0), sm_count=132, max_threads_per_block=1024,
+            max_shared_per_block=48 * KB, max_shared_per_block_optin=227 * KB,
+            shared_per_sm=228 * KB, registers_per_sm=65536, registers_per_block=65536,
+            max_grid=(2**31 - 1, 65535, 65535),
+        )  # fmt: skip
+
+    def install(self, monkeypatch, stream=0):
+        raw = types.SimpleNamespace(
+            cuLaunchKernel=self.launch, CUresult=CUresult,
+            cuGetErrorString=lambda code: (_ for _ in ()).throw(RuntimeError("no driver")),
+        )  # fmt: skip
+        monkeypatch.setattr(driver, "_driver", lambda: raw)
+        monkeypatch.setattr(driver, "device_info", lambda index=0: self.info)
+        monkeypatch.setattr(driver, "device_count", lambda: 1)
+        monkeypatch.setattr(driver, "make_current", lambda index=0, force=False: self.made_current.append((index, force)))
+        monkeypatch.setattr(driver, "load_module", lambda cubin, index=0: "module")
+        monkeypatch.setattr(driver, "get_function", lambda module, name: name)
+        attrs = {"CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_FUNC_ATTRIBUTE_NUM_REGS": 32,
+                 "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES": 0}  # fmt: skip
+        monkeypatch.setattr(driver, "function_attribute", lambda fn, name: attrs[name])
+        # torch's current stream, as the launcher asks for it
+        fake_torch = types.SimpleNamespace(_C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: stream))
+        monkeypatch.setitem(__import__("sys").modules, "torch", fake_torch)
+        return self
+
+    def launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        slots = (ctypes.c_void_p * 4).from_address(params)
+        read = [ctypes.c_uint64.from_address(slots[i]).value for i in range(3)]
+        read.append(ctypes.c_int32.from_address(slots[3]).value)
+        self.launches.append(dict(fn=fn, grid=(gx, gy, gz), block=(bx, by, bz), stream=stream, args=read))
+        code = self.results.pop(0) if self.results else 0
+        return (CUresult(code),)
+
+
+@kl.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+needs_cuda_python = pytest.mark.skipif(CUresult is None, reason="cuda-python is not installed")
+
+
+@pytest.fixture
+def fresh_add_kernel():
+    """add_kernel with no launchers left over from another test's fake driver."""
+    for table in (add_kernel.cache, add_kernel.where, add_kernel._launches):
+        table.clear()
+    yield add_kernel
+    for table in (add_kernel.cache, add_kernel.where, add_kernel._launches):
+        table.clear()
+
+
+@needs_cuda_python
+def test_repeated_launches_skip_bind_and_pack_each_call(monkeypatch, fresh_add_kernel):
+    fake = FakeDriver().install(monkeypatch, stream=0xABC0)
+    calls = []
+    real_bind = add_kernel.binder.bind
+    monkeypatch.setattr(add_kernel.binder, "bind", lambda *a: calls.append(a) or real_bind(*a))
+    ptrs = itertools.count(0x7F0000000000, 0x1000)
+    for i, grid in enumerate([(4,), (1,), (2, 3), lambda meta: (kl.cdiv(meta["n"], meta["BLOCK"]),)]):
+        x, y, out = (FakeTensor(next(ptrs)) for _ in range(3))
+        n = 1024 + 16 * i  # multiples of 16: one specialization
+        add_kernel[grid](x, y, out, n, BLOCK=256)
+        launch = fake.launches[-1]
+        assert launch["args"] == [x.ptr, y.ptr, out.ptr, n]
+        assert launch["stream"] == 0xABC0 and launch["block"] == (128, 1, 1)
+        expected = {0: (4, 1, 1), 1: (1, 1, 1), 2: (2, 3, 1), 3: (kl.cdiv(n, 256), 1, 1)}[i]
+        assert launch["grid"] == expected
+    assert len(calls) == 1  # only the first launch bound the arguments the slow way
+    # a new specialization (n not a multiple of 16) takes the slow path once, then is warm too
+    x, y, out = (FakeTensor(next(ptrs)) for _ in range(3))
+    add_kernel[(1,)](x, y, out, 1001, BLOCK=256)
+    add_kernel[(1,)](x, y, out, 1003, BLOCK=256)
+    assert len(calls) == 2 and fake.launches[-1]["args"][3] == 1003
+    assert len(add_kernel.cache) >= 2
+    add_kernel[(0,)](x, y, out, 1003, BLOCK=256)  # an empty grid launches nothing
+    assert len(fake.launches) == 6
+
+
+@needs_cuda_python
+def test_a_thread_without_a_context_makes_it_current_and_relaunches(monkeypatch, fresh_add_kernel):
+    fake = FakeDriver().install(monkeypatch)
+    x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
+    add_kernel[(1,)](x, y, out, 64, BLOCK=256)
+    fake.made_current.clear()
+    fake.results = [201]  # CUDA_ERROR_INVALID_CONTEXT
+    add_kernel[(1,)](x, y, out, 64, BLOCK=256)
+    assert fake.made_current[0] == (0, True)
+    assert len(fake.launches) == 3 and fake.launches[-1]["args"][3] == 64
+
+
+@needs_cuda_python
+def test_a_failed_warm_launch_raises_the_drivers_error(monkeypatch, fresh_add_kernel):
+    fake = FakeDriver().install(monkeypatch)
+    x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
+    add_kernel[(1,)](x, y, out, 64, BLOCK=256)
+    fake.results = [700]  # CUDA_ERROR_ILLEGAL_ADDRESS
+    with pytest.raises(driver.CudaError) as info:
+        add_kernel[(1,)](x, y, out, 64, BLOCK=256)
+    assert info.value.sticky and "context is now unusable" in str(info.value)
+
+
+@needs_cuda_python
+def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_kernel):
+    """The warm path's direct cuLaunchKernelEx call (a ctypes function from the driver) gets the
+    function handle, a CUlaunchConfig with grid, block, shared memory and torch's stream, and the
+    packed parameters."""
+    fake = FakeDriver().install(monkeypatch, stream=0xBEEF0)
+    monkeypatch.setattr(driver, "get_function", lambda module, name: 0xF00D)
+    seen = []
+
+    class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, as cuda.h declares it
+        _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
+                    ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]  # fmt: skip
+
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+    def raw(config, fn, params, extra):
+        c = LaunchConfig.from_address(config)
+        slots = (ctypes.c_void_p * 4).from_address(params)
+        args = [ctypes.c_uint64.from_address(slots[i]).value for i in range(3)]
+        args.append(ctypes.c_int32.from_address(slots[3]).value)
+        seen.append((fn, tuple(c.grid), tuple(c.block), c.shared, c.stream, c.attrs, c.num_attrs, args, extra))
+        return 0
+
+    callback = proto(raw)
+    monkeypatch.setattr(driver, "raw_launch_function", lambda: callback)
+    x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
+    add_kernel[(3,)](x, y, out, 64, BLOCK=256)  # slow path: the binding
+    add_kernel[(5,)](x, y, out, 80, BLOCK=256)
+    add_kernel[(2, 2)](y, x, out, 96, BLOCK=256)
+    assert len(fake.launches) == 1
+    assert seen == [
+        (0xF00D, (5, 1, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [x.ptr, y.ptr, out.ptr, 80], None),
+        (0xF00D, (2, 2, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [y.ptr, x.ptr, out.ptr, 96], None),
+    ]
