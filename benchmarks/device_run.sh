@@ -55,7 +55,9 @@ except Exception as e:
 EOF
 
 echo "== import check =="
-python3 -m compileall -q kernellab tests benchmarks >/dev/null || echo "WARNING: compileall reported errors"
+# bytecode for kernellab and the carried wheels, as a pip install would have made (first-compile
+# times otherwise include compiling every imported source file)
+python3 -m compileall -q kernellab tests benchmarks ${PYTHONPATH%%:*} >/dev/null || echo "WARNING: compileall reported errors"
 python3 - <<'EOF' || { echo "FATAL: kernellab does not import"; exit 1; }
 import kernellab as kl, kernellab.language as tl
 from kernellab.backends.nvidia import backend, driver, launcher, cubin, ptx
