@@ -110,14 +110,22 @@ class ConversionPlan:
             return f"register permutation within each thread: {self.register_map or 'per-thread'}"
         if self.kind == "shuffle":
             return "warp shuffles: every element stays within its warp"
+        if self.shared is None:
+            return f"through shared memory: {self.scratch_elements} elements staged"
         return (
             f"through shared memory: {self.scratch_elements} elements staged as {self.swizzle}; "
             f"store {self.store.max_ways}-way, load {self.load.max_ways}-way bank conflicts"
         )
 
 
-def conversion_plan(src: LinearLayout, dst: LinearLayout, elem_bytes: int = 4) -> ConversionPlan:
-    """Classify the conversion src -> dst and give the data its lowering needs."""
+def conversion_plan(
+    src: LinearLayout, dst: LinearLayout, elem_bytes: int = 4, suggest_swizzle: bool = True
+) -> ConversionPlan:
+    """Classify the conversion src -> dst and give the data its lowering needs.
+
+    With suggest_swizzle=False a "shared" plan leaves `shared`, `store` and `load` as None (the
+    search for the best swizzle is the expensive part; a caller with its own staging skips it).
+    """
     deltas = source_deltas(src, dst)
     moved = {
         name: any(b[i] for rows in deltas.bases.values() for b in rows)
@@ -127,6 +135,8 @@ def conversion_plan(src: LinearLayout, dst: LinearLayout, elem_bytes: int = 4) -
         return ConversionPlan("noop", src, dst, deltas)
     if not (moved.get("warp") or moved.get("block")):
         return ConversionPlan("shuffle" if moved.get("lane") else "registers", src, dst, deltas)
-    shared, (store, load) = best_swizzle([src, dst], elem_bytes)
     elements = int(np.prod(src.out_shape, dtype=np.int64))
+    if not suggest_swizzle:
+        return ConversionPlan("shared", src, dst, deltas, elements)
+    shared, (store, load) = best_swizzle([src, dst], elem_bytes)
     return ConversionPlan("shared", src, dst, deltas, elements, shared, store, load)

@@ -85,6 +85,41 @@ def test_transposed_order_goes_through_shared_memory():
     assert "through shared memory" in str(plan)
 
 
+def test_shared_plan_without_swizzle_search_keeps_kind_and_data():
+    src = blocked([1, 4], [8, 4], [4, 1], [1, 0], [32, 32])
+    dst = blocked([4, 1], [4, 8], [1, 4], [0, 1], [32, 32])
+    plan = conversion_plan(src, dst, elem_bytes=2, suggest_swizzle=False)
+    assert plan.kind == "shared" and plan.scratch_elements == 32 * 32
+    assert plan.shared is None and plan.swizzle is None and plan.store is None
+    assert str(plan) == "through shared memory: 1024 elements staged"
+    # the other kinds do not depend on the flag
+    same = blocked([1, 4], [8, 4], [4, 1], [1, 0], [32, 32])
+    assert conversion_plan(src, same, suggest_swizzle=False).kind == "noop"
+
+
+def test_rank3_and_broadcast_sources_plan_in_registers_or_shuffles():
+    # rank 3: the leading dim held in registers in one layout, the order swapped in the other
+    src = blocked([2, 1, 4], [1, 8, 4], [1, 4, 1], [2, 1, 0], [2, 32, 16])
+    dst = blocked([2, 1, 4], [1, 8, 4], [1, 4, 1], [0, 2, 1], [2, 32, 16])
+    plan = conversion_plan(src, dst)
+    assert plan.kind == "registers"
+    for lane in (0, 5, 31):
+        for warp in range(4):
+            s, d = src.coords_of_thread(lane, warp), dst.coords_of_thread(lane, warp)
+            assert [s[r] for r in plan.register_map] == d
+    # a source broadcast over lanes (duplicated data): any holder will do, no shared memory
+    bsrc = blocked([1, 4], [32, 1], [4, 1], [1, 0], [16, 4])  # lanes 16..31 repeat 0..15
+    bdst = blocked([1, 1], [4, 8], [4, 1], [1, 0], [16, 4])
+    bplan = conversion_plan(bsrc, bdst)
+    assert bplan.kind == "shuffle"
+    for lane in range(32):
+        for warp in range(4):
+            want = bdst.coords_of_thread(lane, warp)
+            for r in range(bdst.num_registers):
+                sl, sr = int(bplan.src_lane[r, lane, warp]), int(bplan.src_register[r, lane, warp])
+                assert bsrc.coords_of_thread(sl, warp)[sr] == want[r]
+
+
 def test_suggested_swizzle_beats_no_swizzle():
     acc = nvidia_mma_v2([2, 2], [64, 64])
     out = blocked([1, 8], [4, 8], [4, 1], [1, 0], [64, 64])

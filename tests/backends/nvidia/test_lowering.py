@@ -12,21 +12,25 @@ import pytest
 from test_lowering_cases import (
     BY_NAME,
     CASES,
+    CONVERT_PAIRS,
     build,
     compare,
     compile_case,
+    convert_ttgir,
     interpreter_reference,
     xchg16_ttir,
 )
+from xdsl.dialects.builtin import f32
 
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.nvidia.lowering import make_llir
-from kernellab.backends.nvidia.lowering.layout import Lay, blocked_lay
+from kernellab.backends.nvidia.lowering.convert import emission_for, linear_of
+from kernellab.backends.nvidia.lowering.layout import Lay, blocked_lay, layout_of_type
 from kernellab.backends.nvidia.lowering.memory import layout_vector
-from kernellab.backends.nvidia.lowering.remap import register_plan
 from kernellab.backends.nvidia.lowering.smem import BarrierTracker, Interval
-from kernellab.ir import parse_module
+from kernellab.ir import parse_module, ttg
+from kernellab.layouts import conversion_plan
 
 TARGETS = ("sm_80", "sm_90")
 
@@ -206,14 +210,121 @@ def test_convert_between_equal_layouts_is_free_and_otherwise_goes_through_shared
     assert "addrspace(3)" in text
 
 
-def test_register_plan_finds_permutations_and_rejects_cross_thread_moves():
+def test_emission_follows_the_layout_cores_plan():
     a = blocked_lay((32, 16), [1, 4], [8, 4], [4, 1], [1, 0])
-    assert register_plan(a, a) == list(range(a.nregs))
+    assert emission_for(a, a, f32).kind == "noop"
     swapped = Lay(a.shape, (a.reg[1], a.reg[0]) + a.reg[2:], a.lane, a.warp)
-    plan = register_plan(a, swapped)
-    assert plan is not None and plan[1] == 2 and plan[2] == 1
+    em = emission_for(a, swapped, f32)
+    assert em.kind == "registers" and em.reg_const[1] == 2 and em.reg_const[2] == 1
+    assert em.candidates == [0] and not em.lane_varies
     b = blocked_lay((32, 16), [4, 1], [4, 8], [1, 4], [0, 1])
-    assert register_plan(a, b) is None
+    assert emission_for(a, b, f32).kind == "shared"
+
+
+def _simulate(src: Lay, dst: Lay, em) -> None:
+    """Run the emission's choices for every thread as the generated code would: destination
+    register r of (lane, warp) reads source register reg_const[r] ^ (reg part of the thread)
+    from lane lane ^ lane_const[r] ^ (lane part of the thread), same warp."""
+
+    def xor_bits(bases, x):
+        out = 0
+        for i, v in enumerate(bases):
+            if x >> i & 1:
+                out ^= v
+        return out
+
+    def element(lay, r, lane, warp):
+        return lay.reg_flat[r] ^ xor_bits(lay.lane, lane) ^ xor_bits(lay.warp, warp)
+
+    assert em.kind in ("noop", "registers", "shuffle")
+    for warp in range(1 << len(dst.warp)):
+        for lane in range(32):
+            reg_var = xor_bits(em.reg_by_lane, lane) ^ xor_bits(em.reg_by_warp, warp)
+            lane_var = xor_bits(em.lane_by_lane, lane) ^ xor_bits(em.lane_by_warp, warp)
+            assert reg_var in em.candidates
+            for r in range(dst.nregs):
+                if em.kind == "noop":
+                    got = element(src, r, lane, warp)
+                else:
+                    sr, sl = em.reg_const[r] ^ reg_var, lane ^ lane_var ^ em.lane_const[r]
+                    assert em.kind == "shuffle" or sl == lane
+                    got = element(src, sr, sl, warp)
+                assert got == element(dst, r, lane, warp), (r, lane, warp)
+
+
+@pytest.mark.parametrize("kind", list(CONVERT_PAIRS))
+def test_convert_layout_emits_what_conversion_plan_says(kind):
+    text = convert_ttgir(kind)
+    module = parse_module(text)
+    cv = next(op for op in module.walk() if isinstance(op, ttg.ConvertLayoutOp))
+    src, dst = layout_of_type(cv.src.type), layout_of_type(cv.result.type)
+    em = emission_for(src, dst, f32)
+    # the lowering's choice is the layout core's
+    plan = conversion_plan(linear_of(src), linear_of(dst))
+    assert em.kind == plan.kind == kind.split("_")[0]
+    if kind == "registers":
+        assert plan.register_map == em.reg_const
+    if kind == "shuffle_select":
+        assert len(em.candidates) == 2  # the source register depends on the lane
+    if em.kind != "shared":
+        _simulate(src, dst, em)
+    ck = kl.compile(text, target="sm_90")
+    ptx = ck.asm["ptx"]
+    shfl = re.findall(r"shfl\.sync\.idx", ptx)
+    bars = re.findall(r"\bbar\.sync\b", ptx)
+    if em.kind in ("noop", "registers"):
+        assert not shfl and not bars and "shared" not in re.sub(r"kernellab\.shared = 0", "", ptx)
+        assert ck.metadata["shared"] == 0
+    elif em.kind == "shuffle":
+        # one shfl per destination register and candidate source register
+        assert len(shfl) == dst.nregs * len(em.candidates) and not bars
+        assert ck.metadata["shared"] == 0
+    else:
+        assert not shfl and len(bars) == 1
+        assert re.search(r"st\.shared", ptx) and re.search(r"ld\.shared", ptx)
+        assert ck.metadata["shared"] >= 16 * 64 * 4
+    assert ck.metadata["spills"] == 0
+
+
+def test_split_plans_both_halves_with_one_conversion():
+    # join then split in one layout: each is a single conversion, planned once
+    from kernellab.backends.nvidia.lowering import convert as convert_mod
+
+    text = """
+#blocked = #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#blocked1 = #ttg.blocked<{sizePerThread = [1, 2], threadsPerWarp = [32, 1], warpsPerCTA = [4, 1], order = [1, 0]}>
+builtin.module attributes {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32} {
+  tt.func public @js(%x: !tt.ptr<f32>) {
+    %a = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #blocked>
+    %b = arith.constant dense<7> : tensor<128xi32, #blocked>
+    %j = tt.join %a, %b : tensor<128xi32, #blocked> -> tensor<128x2xi32, #blocked1>
+    %l, %r = tt.split %j : tensor<128x2xi32, #blocked1> -> tensor<128xi32, #blocked>
+    %s = arith.addi %l, %r : tensor<128xi32, #blocked>
+    %f = arith.sitofp %s : tensor<128xi32, #blocked> to tensor<128xf32, #blocked>
+    %p = tt.splat %x : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>, #blocked>
+    %q = tt.addptr %p, %a : tensor<128x!tt.ptr<f32>, #blocked>, tensor<128xi32, #blocked>
+    tt.store %q, %f : tensor<128x!tt.ptr<f32>, #blocked>
+    tt.return
+  }
+}
+"""
+    calls = []
+    real = convert_mod.convert
+
+    def spy(ctx, src, dst, op=None):
+        calls.append(op.name)
+        return real(ctx, src, dst, op)
+
+    import kernellab.backends.nvidia.lowering.shape as shape_mod
+
+    saved = shape_mod.convert
+    shape_mod.convert = spy
+    try:
+        llir, md = make_llir(parse_module(text), None)
+    finally:
+        shape_mod.convert = saved
+    assert calls.count("tt.split") == 1 and calls.count("tt.join") == 1
+    assert md["shared"] == 0 and "shfl" not in llir
 
 
 def test_layout_vector_width_follows_the_contiguous_registers():

@@ -396,6 +396,67 @@ def xchg16_ttir(elem: str, block: int = 256, live: int = 250) -> str:
 """
 
 
+# a 16x64 f32 tile loaded in one blocked layout and stored from another, 4 warps: the pairs
+# below make conversion_plan answer each of its kinds (checked in test_lowering.py)
+_ROWS4 = "threadsPerWarp = [4, 8], warpsPerCTA = [4, 1]"
+CONVERT_PAIRS = {
+    "noop": (f"sizePerThread = [1, 4], {_ROWS4}, order = [1, 0]",
+             f"sizePerThread = [1, 4], {_ROWS4}, order = [1, 0]"),
+    # same lanes and warps, registers in another order
+    "registers": ("sizePerThread = [2, 2], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]",
+                  "sizePerThread = [2, 2], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [0, 1]"),
+    # lanes permuted within each warp, registers kept
+    "shuffle": (f"sizePerThread = [1, 4], {_ROWS4}, order = [1, 0]",
+                f"sizePerThread = [1, 4], {_ROWS4}, order = [0, 1]"),
+    # a register bit becomes a lane bit: the source register depends on the lane (select chain)
+    "shuffle_select": (f"sizePerThread = [1, 4], {_ROWS4}, order = [1, 0]",
+                       f"sizePerThread = [1, 2], {_ROWS4}, order = [1, 0]"),
+    # warps split rows in one and columns in the other: only shared memory can do it
+    "shared": (f"sizePerThread = [1, 4], {_ROWS4}, order = [1, 0]",
+               "sizePerThread = [1, 4], threadsPerWarp = [16, 2], warpsPerCTA = [1, 4], order = [1, 0]"),
+}  # fmt: skip
+
+
+def _offsets_ttgir(lay: str, tag: str, m: int, n: int) -> str:
+    """Lines computing %o{tag} = row * n + col as tensor<m x n x i32, lay>."""
+    rs = f"#ttg.slice<{{dim = 1, parent = {lay}}}>"
+    cs = f"#ttg.slice<{{dim = 0, parent = {lay}}}>"
+    t = f"tensor<{m}x{n}xi32, {lay}>"
+    return f"""    %r{tag} = tt.make_range {{end = {m} : i32, start = 0 : i32}} : tensor<{m}xi32, {rs}>
+    %re{tag} = tt.expand_dims %r{tag} {{axis = 1 : i32}} : tensor<{m}xi32, {rs}> -> tensor<{m}x1xi32, {lay}>
+    %s{tag} = arith.constant dense<{n}> : tensor<{m}x1xi32, {lay}>
+    %rs{tag} = arith.muli %re{tag}, %s{tag} : tensor<{m}x1xi32, {lay}>
+    %rb{tag} = tt.broadcast %rs{tag} : tensor<{m}x1xi32, {lay}> -> {t}
+    %c{tag} = tt.make_range {{end = {n} : i32, start = 0 : i32}} : tensor<{n}xi32, {cs}>
+    %ce{tag} = tt.expand_dims %c{tag} {{axis = 0 : i32}} : tensor<{n}xi32, {cs}> -> tensor<1x{n}xi32, {lay}>
+    %cb{tag} = tt.broadcast %ce{tag} : tensor<1x{n}xi32, {lay}> -> {t}
+    %o{tag} = arith.addi %rb{tag}, %cb{tag} : {t}
+"""
+
+
+def convert_ttgir(kind: str, m: int = 16, n: int = 64, elem: str = "f32") -> str:
+    """TTGIR: y[i, j] = x[i, j] for an m x n tile, loaded in CONVERT_PAIRS[kind][0] and stored
+    in [1] after a ttg.convert_layout. Arguments (x, y), one program, 4 warps."""
+    src, dst = CONVERT_PAIRS[kind]
+    p = f"!tt.ptr<{elem}>"
+    ts, td = f"tensor<{m}x{n}x{p}, #blocked>", f"tensor<{m}x{n}x{p}, #blocked1>"
+    return f"""#blocked = #ttg.blocked<{{{src}}}>
+#blocked1 = #ttg.blocked<{{{dst}}}>
+builtin.module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", "ttg.threads-per-warp" = 32 : i32}} {{
+  tt.func public @conv(%x: {p}, %y: {p}) {{
+{_offsets_ttgir("#blocked", "a", m, n)}    %xs = tt.splat %x : {p} -> {ts}
+    %xp = tt.addptr %xs, %oa : {ts}, tensor<{m}x{n}xi32, #blocked>
+    %v = tt.load %xp : {ts}
+    %w = ttg.convert_layout %v : tensor<{m}x{n}x{elem}, #blocked> -> tensor<{m}x{n}x{elem}, #blocked1>
+{_offsets_ttgir("#blocked1", "b", m, n)}    %ys = tt.splat %y : {p} -> {td}
+    %yp = tt.addptr %ys, %ob : {td}, tensor<{m}x{n}xi32, #blocked1>
+    tt.store %yp, %w : {td}
+    tt.return
+  }}
+}}
+"""
+
+
 # -------------------------------------------------------------------------------- cases
 
 

@@ -96,3 +96,19 @@ def test_16_bit_exchange_from_ttir(torch, elem):
     torch.cuda.synchronize()
     assert torch.equal(p[:250], v[:250]) and torch.equal(p[250:], p0[250:])
     assert torch.equal(old[:250], p0[:250]) and torch.isnan(old[250:]).all()
+
+
+@pytest.mark.parametrize("kind", ["noop", "registers", "shuffle", "shuffle_select", "shared"])
+def test_convert_layout_of_each_plan_kind_moves_every_element(torch, kind):
+    # one ttg.convert_layout per conversion_plan kind (test_lowering.py checks the kind and
+    # the PTX on the CPU); here the data must arrive: y == x element for element
+    from test_lowering_cases import convert_ttgir
+
+    import kernellab as kl
+
+    x_host = np.random.default_rng().standard_normal((16, 64)).astype(np.float32)
+    x = torch.from_numpy(x_host).cuda()
+    y = torch.full((16, 64), float("nan"), device="cuda")
+    kl.compile(convert_ttgir(kind), target="cuda").run((1,), x, y)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(y.cpu().numpy(), x_host)

@@ -4,8 +4,8 @@ The operands must give every thread the A rows and B columns of its accumulator 
 all k. Whatever dot-operand layouts the TTGIR passes chose, the lowering states exactly what
 it needs — layouts derived from the accumulator's (A: register r·k ↦ (m of r, k); lanes and
 warps as the accumulator's, projected onto m; B likewise onto n) — and moves the operands
-there: a register permutation when the chosen layouts already provide it, shared memory
-otherwise.
+there with convert.py (the layout core's conversion_plan: register permutation, warp shuffles
+or shared memory).
 
 Arithmetic is done in the accumulator's type: fp16/bf16/fp8 inputs are converted exactly to
 fp32 (or the accumulator's float type), int8 inputs sign-extended to int32; `fma` rounds once
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
 from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
 from kernellab.backends.nvidia.lowering.layout import Lay, coords_of, flat_of
-from kernellab.backends.nvidia.lowering.remap import move, scratch_bytes_for
-from kernellab.backends.nvidia.lowering.types import F16, F32, F64, BF16, is_fp8, llty
+from kernellab.backends.nvidia.lowering.types import BF16, F16, F32, F64, is_fp8, llty
 from kernellab.ir import tt, ttg
 
 
@@ -62,8 +62,8 @@ def _dot_scratch(ctx, op) -> int:
     c_lay, a_need, b_need = _layouts(ctx, op)
     a_lay, b_lay = ctx.lay(op.a.type), ctx.lay(op.b.type)
     return max(
-        scratch_bytes_for(a_lay, a_need, op.a.type.element_type),
-        scratch_bytes_for(b_lay, b_need, op.b.type.element_type),
+        convert_scratch_bytes(a_lay, a_need, op.a.type.element_type),
+        convert_scratch_bytes(b_lay, b_need, op.b.type.element_type),
     )
 
 
@@ -96,7 +96,7 @@ def _operand_reader(ctx, value, tv, need: Lay, op):
             return v
 
         return read
-    moved = move(ctx, tv, need, need, 0, op)
+    moved = convert(ctx, tv, need, op)
     return lambda r: moved.regs[r]
 
 

@@ -13,8 +13,8 @@ value and index) included.
    slot [output index][warp's axis index], a barrier, and each thread reads the partials of
    the outputs it holds in the result layout and combines them in warp order.
 Without step 3 the partials are already distributed like the result's slice layout (a
-register
-permutation moves them into place; shared memory only if the layouts disagree).
+conversion to the result layout, as the layout core's conversion_plan says (convert.py), moves
+them into place).
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from __future__ import annotations
 import llvmlite.ir as ir
 from xdsl.dialects.builtin import TensorType
 
+from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
 from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
 from kernellab.backends.nvidia.lowering.layout import Lay, _log2
-from kernellab.backends.nvidia.lowering.remap import move, scratch_bytes_for, smem_elem_bytes
-from kernellab.backends.nvidia.lowering.types import I32, I64, I8, TV, bitwidth, llty
+from kernellab.backends.nvidia.lowering.remap import smem_elem_bytes
+from kernellab.backends.nvidia.lowering.types import I8, I32, I64, TV, bitwidth, llty
 from kernellab.ir import tt
 
 
@@ -131,7 +132,7 @@ def _reduce_scratch(ctx, op) -> int:
         return 0
     part = partial_layout(lay, axis, _out_shape(op))
     res_lay = ctx.lay(t)
-    return max(scratch_bytes_for(part, res_lay, tt.element_type(v.type)) for v in op.srcs)
+    return max(convert_scratch_bytes(part, res_lay, tt.element_type(v.type)) for v in op.srcs)
 
 
 @lowers(tt.ReduceOp)
@@ -182,7 +183,7 @@ def _reduce(ctx, op):
         for k, res in enumerate(op.result):
             regs = [acc[lay.reg_flat[lay.reg_of_flat[lay.reg_flat[r]]] & ~am][k] for r in range(lay.nregs)]
             tv = TV(regs, part, tt.element_type(res.type))
-            ctx.set(res, move(ctx, tv, res_lay, res_lay, 0, op))
+            ctx.set(res, convert(ctx, tv, res_lay, op))
         return
 
     # 3. across warps through shared memory

@@ -1,8 +1,10 @@
 """Shape ops, layout conversions and shared-memory descriptors.
 
-splat / make_range build registers directly; broadcast, expand_dims, reshape, trans, join,
-split, cat and ttg.convert_layout are all `remap.move` with the op's index map (see remap.py):
-a register permutation when the layouts allow it, shared memory otherwise.
+splat / make_range build registers directly. ttg.convert_layout is `convert.convert`, planned
+by the layout core's conversion_plan. broadcast, expand_dims, reshape, trans and split first
+pull the result layout back through the op's index map (remap.py) to a layout over the source
+shape, and join / cat view their two operands as one tensor with an extra register bit; either
+way the op becomes one same-shape conversion, emitted by `convert` as well.
 ttg.local_alloc / local_store / local_load read and write a buffer whose element offsets follow
 its #ttg.swizzled_shared encoding (rows of `vec`-element groups XORed with the row phase).
 """
@@ -11,12 +13,12 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
 
+from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
 from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
-from kernellab.backends.nvidia.lowering.layout import Lay, coords_of, flat_of, _log2
-from kernellab.backends.nvidia.lowering.remap import move, pull_back, scratch_bytes_for
-from kernellab.backends.nvidia.lowering.types import I32, I8, TV, SmemBuf, bitwidth, llty
+from kernellab.backends.nvidia.lowering.layout import Lay, _log2, coords_of, flat_of
+from kernellab.backends.nvidia.lowering.remap import pull_back
+from kernellab.backends.nvidia.lowering.types import I8, I32, TV, SmemBuf, bitwidth, llty
 from kernellab.ir import tt, ttg
-
 
 # ------------------------------------------------------------------------- index maps
 
@@ -54,9 +56,14 @@ def virtual_pair(lhs: Lay, rhs_regs_count: int, which_basis: int, shape, shift: 
     )
 
 
-def _plan(ctx, op):
-    """(source TV or None, source Lay, want Lay, dst Lay, constant c, element type) per result."""
-    if isinstance(op, (tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, ttg.ConvertLayoutOp)):
+def _conversions(ctx, op):
+    """The op as same-shape conversions: a list of (sources, source Lay, target Lay, element
+    type, [(result, dst Lay, first register)]) — result takes the target's registers from
+    `first` on, relabelled with its own layout."""
+    if isinstance(op, ttg.ConvertLayoutOp):
+        src_lay, dst_lay = ctx.lay(op.src.type), ctx.lay(op.result.type)
+        return [((op.src,), src_lay, dst_lay, op.src.type.element_type, [(op.result, dst_lay, 0)])]
+    if isinstance(op, (tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)):
         src_t, dst_t = op.src.type, op.result.type
         src_lay, dst_lay = ctx.lay(src_t), ctx.lay(dst_t)
         src_shape, dst_shape = tuple(src_t.get_shape()), tuple(dst_t.get_shape())
@@ -67,7 +74,7 @@ def _plan(ctx, op):
         else:
             g = _identity
         want = pull_back(dst_lay, g, src_shape)
-        return [(op.src, src_lay, want, dst_lay, 0, src_t.element_type, op.result)]
+        return [((op.src,), src_lay, want, src_t.element_type, [(op.result, dst_lay, 0)])]
     if isinstance(op, (tt.JoinOp, tt.CatOp)):
         src_t, dst_t = op.lhs.type, op.result.type
         lay = ctx.lay(src_t)
@@ -77,16 +84,28 @@ def _plan(ctx, op):
             virt = virtual_pair(lay, lay.nregs, 1, shape, shift=1)
         else:
             virt = virtual_pair(lay, lay.nregs, lay.numel, shape)
-        return [((op.lhs, op.rhs), virt, dst_lay, dst_lay, 0, src_t.element_type, op.result)]
+        return [((op.lhs, op.rhs), virt, dst_lay, src_t.element_type, [(op.result, dst_lay, 0)])]
     if isinstance(op, tt.SplitOp):
+        # both halves at once: the target is the lhs result pulled back, plus a top register
+        # bit for the split dim (flat bit 0), so its upper half of registers is the rhs
         src_t = op.src.type
         src_lay = ctx.lay(src_t)
-        out = []
-        for k, res in enumerate((op.out_lhs, op.out_rhs)):
-            dst_lay = ctx.lay(res.type)
-            want = pull_back(dst_lay, lambda f: f << 1, tuple(src_t.get_shape()))
-            out.append((op.src, src_lay, want, dst_lay, k, src_t.element_type, res))
-        return out
+        shape = tuple(src_t.get_shape())
+        outs = [(res, ctx.lay(res.type)) for res in (op.out_lhs, op.out_rhs)]
+        targets = []
+        for res, dst_lay in outs:
+            want = pull_back(dst_lay, lambda f: f << 1, shape)
+            both = Lay(shape, want.reg + (1,), want.lane, want.warp)
+            targets.append((both, dst_lay))
+        e = src_t.element_type
+        (lhs, lhs_lay), (rhs, rhs_lay) = outs
+        n = lhs_lay.nregs
+        if targets[0][0] == targets[1][0]:
+            return [((op.src,), src_lay, targets[0][0], e, [(lhs, lhs_lay, 0), (rhs, rhs_lay, n)])]
+        return [
+            ((op.src,), src_lay, targets[0][0], e, [(lhs, lhs_lay, 0)]),
+            ((op.src,), src_lay, targets[1][0], e, [(rhs, rhs_lay, rhs_lay.nregs)]),
+        ]
     raise LoweringError(f"no plan for {op.name}")
 
 
@@ -95,23 +114,32 @@ def _plan(ctx, op):
 def _shape_scratch(ctx, op) -> int:
     if not isinstance(op.results[0].type, TensorType) or ttg.encoding_of(op.results[0].type) is None:
         return 0
-    return max(scratch_bytes_for(src, want, e, c) for _, src, want, _, c, e, _ in _plan(ctx, op))
+    need = 0
+    for srcs, src_lay, target, e, _ in _conversions(ctx, op):
+        need = max(need, convert_scratch_bytes(src_lay, target, e))
+        if len(srcs) == 2:  # join / cat: rhs first converted to lhs's layout
+            lhs_lay, rhs_lay = ctx.lay(srcs[0].type), ctx.lay(srcs[1].type)
+            need = max(need, convert_scratch_bytes(rhs_lay, lhs_lay, e))
+    return need
 
 
 @lowers(tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, ttg.ConvertLayoutOp,
         tt.JoinOp, tt.CatOp, tt.SplitOp)  # fmt: skip
 def _shape_op(ctx, op):
-    for i, (srcv, src_lay, want, dst_lay, c, e, res) in enumerate(_plan(ctx, op)):
-        if isinstance(srcv, tuple):
-            lhs, rhs = ctx.get(srcv[0]), ctx.get(srcv[1])
+    for srcs, src_lay, target, e, results in _conversions(ctx, op):
+        if len(srcs) == 2:
+            lhs, rhs = ctx.get(srcs[0]), ctx.get(srcs[1])
             if rhs.lay != lhs.lay:
-                rhs = move(ctx, rhs, lhs.lay, lhs.lay, 0, op)
-            src = TV(lhs.regs + rhs.regs, src_lay, e)
+                rhs = convert(ctx, rhs, lhs.lay, op)
+            moved = convert(ctx, TV(lhs.regs + rhs.regs, src_lay, e), target, op).regs
         else:
-            src = ctx.get(srcv)
-            if not isinstance(src, TV):  # a scalar: splat it
-                src = TV([src] * src_lay.nregs, src_lay, e)
-        ctx.set(res, move(ctx, src, want, dst_lay, c, op))
+            src = ctx.get(srcs[0])
+            if isinstance(src, TV):
+                moved = convert(ctx, src, target, op).regs
+            else:  # a scalar: every register holds it
+                moved = [src] * target.nregs
+        for res, dst_lay, first in results:
+            ctx.set(res, TV(moved[first : first + dst_lay.nregs], dst_lay, e))
 
 
 @lowers(tt.SplatOp)
