@@ -52,10 +52,15 @@ class PassManager:
         self.verify = verify
 
     def run(self, module: ModuleOp) -> list[PassRecord]:
-        """Run every pass on `module` in place; one record per pass, in order."""
+        """Run every pass on `module` in place; one record per pass, in order.
+
+        A pass that reports no change shares the previous record's IR text and op counts:
+        printing is the manager's main cost, and an unchanged module prints the same.
+        """
         records = []
+        ir_text = None
+        counts = _op_counts(module)
         for p in self.passes:
-            before = _op_counts(module)
             start = time.perf_counter()
             try:
                 changed = bool(p.run(module))
@@ -67,13 +72,18 @@ class PassManager:
                     module.verify()
                 except Exception as error:
                     raise PassError(p.NAME, f"invalid IR after the pass: {error}") from error
+            before = counts
+            if changed:
+                counts = _op_counts(module)
+            if self.trace and (changed or ir_text is None):
+                ir_text = print_module(module)
             records.append(
                 PassRecord(
                     name=p.NAME,
-                    ir_after=print_module(module) if self.trace else "",
+                    ir_after=ir_text if self.trace else "",
                     seconds=seconds,
                     changed=changed,
-                    summary=summarize(before, _op_counts(module), changed),
+                    summary=summarize(before, counts, changed),
                 )
             )
         return records

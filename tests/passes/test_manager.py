@@ -55,6 +55,15 @@ def test_records_name_ir_time_and_changes_of_each_pass():
     ]
 
 
+def test_an_unchanged_first_pass_still_records_the_ir():
+    module = parse_module(TEXT)
+    unchanged = SimpleNamespace(NAME="nothing", run=lambda m: False)
+    records = PassManager([unchanged, unchanged, dce]).run(module)
+    assert records[0].ir_after == print_module(parse_module(TEXT))
+    assert records[1].ir_after is records[0].ir_after  # shared, not printed again
+    assert records[2].changed and "%dead" not in records[2].ir_after
+
+
 def test_without_trace_nothing_is_printed():
     records = PassManager([cse, dce], trace=False).run(parse_module(TEXT))
     assert [r.ir_after for r in records] == ["", ""]
