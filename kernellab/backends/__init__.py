@@ -54,12 +54,26 @@ class Backend:
     restore: Callable[[dict, dict], Any] | None = None  # (asm, metadata) → final artifact
 
 
+def module_stage_output(module, records) -> StageOutput:
+    """The output of a stage whose pass pipeline rewrote `module` in place.
+
+    The last pass record already holds the module's text (the pass manager printed it after
+    that pass), so the stage reuses it instead of printing the module a second time.
+    """
+    records = list(records or [])
+    if records and records[-1].ir_after:
+        text = records[-1].ir_after
+    else:
+        from kernellab.ir import print_module
+
+        text = print_module(module)
+    return StageOutput(module, text, records)
+
+
 def _ttir_stage(module, options) -> StageOutput:
-    from kernellab.ir import print_module
     from kernellab.passes.ttir import make_ttir
 
-    records = make_ttir(module, options)  # rewrites the module in place
-    return StageOutput(module, print_module(module), records)
+    return module_stage_output(module, make_ttir(module, options))  # rewrites it in place
 
 
 def _parse_ir(text: str):
@@ -101,4 +115,4 @@ def get_backend(target: str | None) -> Backend:
     )
 
 
-__all__ = ["Backend", "StageOutput", "get_backend", "INTERPRETER"]
+__all__ = ["Backend", "StageOutput", "get_backend", "module_stage_output", "INTERPRETER"]

@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 
-from kernellab.backends import Backend, StageOutput, _parse_ir, _ttir_stage
+from kernellab.backends import Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
 from kernellab.backends.nvidia.ptx import (
     entry_points,
     max_threads_directive,
@@ -110,11 +110,9 @@ def make_options(target: str, **fields) -> NvidiaOptions:
 
 
 def _ttgir_stage(module, options) -> StageOutput:
-    from kernellab.ir import print_module
     from kernellab.passes.ttgir.pipeline import make_ttgir
 
-    records = make_ttgir(module, options)
-    return StageOutput(module, print_module(module), list(records or []))
+    return module_stage_output(module, make_ttgir(module, options))
 
 
 def _entry_name(module) -> str:
