@@ -331,13 +331,9 @@ def _ir_signature_name(t) -> str:
 
 
 def _entry_function(module):
-    from kernellab.ir.tt import FuncOp
+    from kernellab.ir.tt import entry_function  # xDSL loads only when IR is handled
 
-    funcs = [op for op in module.walk() if isinstance(op, FuncOp)]
-    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
-    if not public:
-        raise ValueError("the IR has no public tt.func to launch")
-    return public[0]
+    return entry_function(module)
 
 
 # An op prefix that only IR of that stage contains; the latest stage whose marker appears wins.

@@ -877,6 +877,21 @@ class AssertOp(IRDLOperation):
         super().__init__(operands=[condition], properties={"message": StringAttr(message)})
 
 
+def entry_function(module) -> FuncOp:
+    """The module's public tt.func: the kernel a backend compiles and a launcher calls.
+
+    Private functions are @jit helpers that inlining removes; exactly one public one is the
+    entry point."""
+    public = [
+        op for op in module.walk()
+        if isinstance(op, FuncOp) and (op.sym_visibility is None or op.sym_visibility.data == "public")
+    ]  # fmt: skip
+    if len(public) != 1:
+        names = ", ".join(f.sym_name.data for f in public) or "none"
+        raise ValueError(f"expected exactly one public tt.func in the module, found: {names}")
+    return public[0]
+
+
 TT = Dialect(
     "tt",
     [

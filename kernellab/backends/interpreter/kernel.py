@@ -29,14 +29,10 @@ _ELEMENTS_PER_VALUE = 1 << 21
 
 def prepare(module: ModuleOp) -> InterpretedKernel:
     """Compile the public tt.func of an inlined TTIR module for the interpreter."""
-    funcs = [op for op in module.walk() if isinstance(op, tt.FuncOp)]
-    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
-    if len(public) != 1:
-        names = ", ".join(f.sym_name.data for f in public) or "none"
-        raise ValueError(f"expected exactly one public tt.func in the module, found: {names}")
-    if any(isinstance(op, tt.CallOp) for op in public[0].walk()):
+    func = tt.entry_function(module)
+    if any(isinstance(op, tt.CallOp) for op in func.walk()):
         raise ValueError("the module still contains tt.call; run the TTIR inline pass first")
-    return InterpretedKernel(public[0])
+    return InterpretedKernel(func)
 
 
 def _spins(func: tt.FuncOp) -> bool:

@@ -115,27 +115,19 @@ def _ttgir_stage(module, options) -> StageOutput:
     return module_stage_output(module, make_ttgir(module, options))
 
 
-def _entry_name(module) -> str:
-    from kernellab.ir.tt import FuncOp
-
-    for op in module.walk():
-        if isinstance(op, FuncOp) and (op.sym_visibility is None or op.sym_visibility.data == "public"):
-            return op.sym_name.data
-    raise ValueError("the IR has no public tt.func")
-
-
 # metadata keys the lowering may use for the dynamic shared memory it needs
 _SHARED_KEYS = ("shared", "shared_bytes", "shared_memory", "smem")
 
 
 def _llir_stage(module, options) -> StageOutput:
     from kernellab.backends.nvidia.lowering import make_llir
+    from kernellab.ir import tt
 
     result = make_llir(module, options)
     text, lowered = result if isinstance(result, tuple) else (result, {})
     lowered = dict(lowered or {})
     shared = next((int(lowered[k]) for k in _SHARED_KEYS if lowered.get(k) is not None), 0)
-    name = lowered.get("name") or _entry_name(module)
+    name = lowered.get("name") or tt.entry_function(module).sym_name.data
     metadata = {k: v for k, v in lowered.items() if isinstance(v, (int, float, str, bool, type(None)))}
     metadata.update(name=name, shared=shared, num_warps=int(lowered.get("num_warps", options.num_warps)))
     metadata["threads_per_block"] = metadata["num_warps"] * 32

@@ -92,11 +92,10 @@ class Lowering:
     # ------------------------------------------------------------------------ driver
 
     def run(self) -> tuple[str, dict]:
-        funcs = [op for op in self.module_op.ops if isinstance(op, tt.FuncOp)]
-        public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
-        if not public:
-            raise LoweringError("the module has no public tt.func to lower")
-        func = public[0]
+        try:
+            func = tt.entry_function(self.module_op)
+        except ValueError as e:
+            raise LoweringError(str(e)) from None
         self.func_op = func
         name = func.sym_name.data
         arg_types = [llty(t) for t in func.function_type.inputs.data]
