@@ -8,6 +8,12 @@ Measures (see benchmarks/README.md for what each figure means):
   vector add fp32, 2^12 ... 2^27 elements, GB/s counting 3 arrays
   softmax    fused softmax fp32, 4096 x {256, 1024, 4096, 16384}, GB/s counting read + write
   layer norm forward fp16, 4096 x {1024, 4096, 8192}, GB/s counting x, y, w, b, mean, rstd
+  softmax persistent  the tutorial's current softmax (a grid of programs walking rows with
+             tl.range(..., num_stages=)), fp32 4096 x {1024, 4096, 12160}, GB/s
+  matmul     the tutorial matmul (same kernel text for kernellab and Triton), each autotuned over
+             the tutorial's CUDA configs, next to cuBLAS (torch.matmul): fp16 and bf16 at 1024,
+             2048, 4096, 8192 and a skinny 16 x 8192 x 8192, tf32 at 4096; TFLOP/s (2MNK)
+  matmul compile  kl.compile of the largest tutorial config (128x256x64, 8 warps, 3 stages)
   compile    first compile of vector add in a fresh process (clean cache dir), cached compile
              in a second process, and the first launch of each, Triton's too
   launch     warm launch overhead, host side: N back-to-back launches of a tiny kernel, one
@@ -46,8 +52,10 @@ from kernellab.examples import (
     add_kernel,
     layer_norm_config,
     layer_norm_kernel,
+    matmul_kernel,
     softmax_config,
     softmax_kernel,
+    softmax_persistent_kernel,
 )
 
 # Triton is optional: imported here only, its kernels defined below when it imports.
@@ -63,6 +71,16 @@ except Exception as e:  # ImportError, or a broken install
 VECTOR_SIZES = [2**p for p in range(12, 28)]
 SOFTMAX_ROWS, SOFTMAX_COLS = 4096, [256, 1024, 4096, 16384]
 LAYERNORM_ROWS, LAYERNORM_COLS = 4096, [1024, 4096, 8192]
+PERSISTENT_ROWS, PERSISTENT_COLS = 4096, [1024, 4096, 12160]
+# (M, N, K, dtype): square fp16/bf16, the skinny shape, tf32 at 4096
+MATMUL_CASES = [(n, n, n, dt) for dt in ("fp16", "bf16") for n in (1024, 2048, 4096, 8192)]
+MATMUL_CASES += [(16, 8192, 8192, "fp16"), (16, 8192, 8192, "bf16"), (4096, 4096, 4096, "tf32")]
+# Triton's tutorial 03 CUDA configs: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps)
+MATMUL_CONFIGS = [
+    (128, 256, 64, 8, 3, 8), (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4),
+    (128, 64, 32, 8, 4, 4), (64, 128, 32, 8, 4, 4), (128, 32, 32, 8, 4, 4),
+    (64, 32, 32, 8, 5, 2), (32, 64, 32, 8, 5, 2),
+]  # fmt: skip
 COPY_ELEMENTS = 2**28
 LAUNCH_ELEMENTS, LAUNCHES, LAUNCH_TRIALS = 256, 5000, 5
 FLUSH_BYTES = 256 * 2**20
@@ -73,9 +91,12 @@ def use_quick_sizes() -> None:
     """--quick: small sizes and short timings (a smoke run of every code path, not a benchmark)."""
     global VECTOR_SIZES, SOFTMAX_ROWS, SOFTMAX_COLS, LAYERNORM_ROWS, LAYERNORM_COLS, COPY_ELEMENTS
     global LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS
+    global PERSISTENT_ROWS, PERSISTENT_COLS, MATMUL_CASES
     VECTOR_SIZES = [2**12, 2**16]
     SOFTMAX_ROWS, SOFTMAX_COLS = 64, [256, 1024]
     LAYERNORM_ROWS, LAYERNORM_COLS = 64, [1024]
+    PERSISTENT_ROWS, PERSISTENT_COLS = 64, [1024]
+    MATMUL_CASES = [(256, 256, 256, "fp16"), (16, 512, 512, "bf16")]
     COPY_ELEMENTS, LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS = 2**20, 200, 2, 2**20, 5.0
 
 
@@ -138,6 +159,60 @@ if triton is not None:
             b = ttl.load(B + cols, mask=mask)
             x = ttl.load(X + cols, mask=mask, other=0.0).to(ttl.float32)
             ttl.store(Y + cols, (x - mean) * rstd * w + b, mask=mask)
+
+
+    @triton.jit
+    def triton_softmax_persistent_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
+                                         n_rows, n_cols, BLOCK_SIZE: ttl.constexpr,
+                                         num_stages: ttl.constexpr):  # fmt: skip
+        row_start = ttl.program_id(0)
+        row_step = ttl.num_programs(0)
+        for row_idx in ttl.range(row_start, n_rows, row_step, num_stages=num_stages):
+            row_start_ptr = input_ptr + row_idx * input_row_stride
+            col_offsets = ttl.arange(0, BLOCK_SIZE)
+            input_ptrs = row_start_ptr + col_offsets
+            mask = col_offsets < n_cols
+            row = ttl.load(input_ptrs, mask=mask, other=-float("inf"))
+            row_minus_max = row - ttl.max(row, axis=0)
+            numerator = ttl.exp(row_minus_max)
+            denominator = ttl.sum(numerator, axis=0)
+            softmax_output = numerator / denominator
+            output_row_start_ptr = output_ptr + row_idx * output_row_stride
+            output_ptrs = output_row_start_ptr + col_offsets
+            ttl.store(output_ptrs, softmax_output, mask=mask)
+
+    @triton.jit
+    def triton_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                             stride_bn, stride_cm, stride_cn, BLOCK_SIZE_M: ttl.constexpr,
+                             BLOCK_SIZE_N: ttl.constexpr, BLOCK_SIZE_K: ttl.constexpr,
+                             GROUP_SIZE_M: ttl.constexpr, ACTIVATION: ttl.constexpr):  # fmt: skip
+        pid = ttl.program_id(axis=0)
+        num_pid_m = ttl.cdiv(M, BLOCK_SIZE_M)
+        num_pid_n = ttl.cdiv(N, BLOCK_SIZE_N)
+        num_pid_in_group = GROUP_SIZE_M * num_pid_n
+        group_id = pid // num_pid_in_group
+        first_pid_m = group_id * GROUP_SIZE_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+        pid_n = (pid % num_pid_in_group) // group_size_m
+        offs_am = (pid_m * BLOCK_SIZE_M + ttl.arange(0, BLOCK_SIZE_M)) % M
+        offs_bn = (pid_n * BLOCK_SIZE_N + ttl.arange(0, BLOCK_SIZE_N)) % N
+        offs_k = ttl.arange(0, BLOCK_SIZE_K)
+        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+        accumulator = ttl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ttl.float32)
+        for k in range(ttl.cdiv(K, BLOCK_SIZE_K)):
+            a = ttl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+            b = ttl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+            accumulator = ttl.dot(a, b, accumulator)
+            a_ptrs += BLOCK_SIZE_K * stride_ak
+            b_ptrs += BLOCK_SIZE_K * stride_bk
+        c = accumulator.to(ttl.float16)
+        offs_cm = pid_m * BLOCK_SIZE_M + ttl.arange(0, BLOCK_SIZE_M)
+        offs_cn = pid_n * BLOCK_SIZE_N + ttl.arange(0, BLOCK_SIZE_N)
+        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        ttl.store(c_ptrs, c, mask=c_mask)
 
 
 # -- launch configurations (as Triton's tutorials choose them; softmax_config and
@@ -420,6 +495,137 @@ def layer_norm_case(results, torch, timer, N, M, eps):
     guarded(results, "layer norm", case, "kernellab", "GB/s", kernellab_run)
     guarded(results, "layer norm", case, "torch", "GB/s", torch_run)
     guarded(results, "layer norm", case, "triton", "GB/s", triton_run)
+
+
+def bench_softmax_persistent(results, torch, timer):
+    for n_cols in PERSISTENT_COLS:
+        softmax_persistent_case(results, torch, timer, n_cols)
+
+
+def softmax_persistent_case(results, torch, timer, n_cols):
+    """The tutorial's launch: as many programs as fit the SMs at the occupancy the kernel's
+    registers and shared memory allow (both compilers get the same grid: the SM count x 4)."""
+    rows = PERSISTENT_ROWS
+    case = f"{rows}x{n_cols}"
+    x = torch.randn(rows, n_cols, device="cuda") * 3
+    nbytes = 2 * x.numel() * 4
+    block, warps = softmax_config(n_cols)
+    props = torch.cuda.get_device_properties(0)
+    stages = 4 if getattr(props, "shared_memory_per_block_optin", 0) > 200_000 else 2  # as the tutorial
+    programs = min(rows, props.multi_processor_count * 4)
+    grid = (programs,)
+
+    def launch(kernel, y):
+        kernel[grid](y, x, x.stride(0), y.stride(0), rows, n_cols, BLOCK_SIZE=block,
+                     num_stages=stages, num_warps=warps)  # fmt: skip
+
+    def kernellab_run():
+        y = torch.full_like(x, float("nan"))
+        launch(softmax_persistent_kernel, y)
+        torch.cuda.synchronize()
+        ref = torch.softmax(x.double(), dim=1)
+        err = float(((y.double() - ref).abs() / (ref.abs() + 1e-30)).max())
+        if not err <= 1e-4:
+            return None, f"WRONG: max relative error {err:.3g}"
+        ms, st = timer.median_ms(lambda: launch(softmax_persistent_kernel, y))
+        note = f"BLOCK={block} warps={warps} stages={stages} programs={programs}"
+        return gbps(nbytes, ms), note, {"median_ms": ms, **st}
+
+    def triton_run():
+        need_triton()
+        y = torch.empty_like(x)
+        ms, st = timer.median_ms(lambda: launch(triton_softmax_persistent_kernel, y))
+        return gbps(nbytes, ms), "", {"median_ms": ms, **st}
+
+    guarded(results, "softmax persistent", case, "kernellab", "GB/s", kernellab_run)
+    guarded(results, "softmax persistent", case, "triton", "GB/s", triton_run)
+
+
+MATMUL_TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2, "tf32": 2e-3}  # ‖C - ref‖ / ‖ref‖, fp16 output
+
+
+def tflops(m, n, k, ms: float) -> float:
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+def bench_matmul(results, torch, timer):
+    for m, n, k, dtype in MATMUL_CASES:
+        matmul_case(results, torch, timer, m, n, k, dtype)
+
+
+def matmul_case(results, torch, timer, m, n, k, dtype):
+    """One shape: each compiler autotuned over MATMUL_CONFIGS (the fastest correct config
+    wins), cuBLAS through torch.matmul (tf32 allowed for the tf32 case)."""
+    case = f"{m}x{n}x{k} {dtype}"
+    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
+    a = torch.randn(m, k, device="cuda").to(torch_dtype)
+    b = torch.randn(k, n, device="cuda").to(torch_dtype)
+    ref = a.double() @ b.double()
+
+    def launch(kernel, c, config):
+        bm, bn, bk, group, stages, warps = config
+        grid = (kl.cdiv(m, bm) * kl.cdiv(n, bn),)
+        kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                     c.stride(0), c.stride(1), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                     GROUP_SIZE_M=group, ACTIVATION="", num_stages=stages, num_warps=warps)  # fmt: skip
+
+    def autotuned(kernel):
+        best, notes = None, []
+        for config in MATMUL_CONFIGS:
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+            try:
+                launch(kernel, c, config)
+                torch.cuda.synchronize()
+            except Exception as e:  # a config this compiler can't build: the others still run
+                notes.append(f"{config}: {type(e).__name__}: {str(e).splitlines()[0][:80]}")
+                continue
+            err = float((c.double() - ref).norm() / ref.norm())
+            if not err <= MATMUL_TOLERANCE[dtype]:  # NaN too: an unwritten element
+                notes.append(f"{config}: WRONG (relative error {err:.3g})")
+                continue
+            ms, st = timer.median_ms(lambda: launch(kernel, c, config))
+            if best is None or ms < best[0]:
+                best = (ms, config, st, err)
+        if best is None:
+            return None, "WRONG: no config gave a correct result; " + "; ".join(notes)
+        ms, config, st, err = best
+        note = "best {}x{}x{} g{} s{} w{}".format(*config) + f", rel. error {err:.1e}"
+        return tflops(m, n, k, ms), note, {"median_ms": ms, "config": config, "skipped": notes, **st}
+
+    def torch_run():
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        ms, st = timer.median_ms(lambda: torch.matmul(a, b))
+        return tflops(m, n, k, ms), "", {"median_ms": ms, **st}
+
+    def triton_run():
+        need_triton()
+        return autotuned(triton_matmul_kernel)
+
+    guarded(results, "matmul", case, "kernellab", "TFLOP/s", lambda: autotuned(matmul_kernel))
+    guarded(results, "matmul", case, "cuBLAS", "TFLOP/s", torch_run)
+    guarded(results, "matmul", case, "triton", "TFLOP/s", triton_run)
+
+
+def bench_matmul_compile(results, target: str):
+    """kl.compile of the largest tutorial config in this process, the cache bypassed."""
+    bm, bn, bk, group, stages, warps = MATMUL_CONFIGS[0]
+    signature = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32,i32,i32,i32"
+    constexprs = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=group,
+                      ACTIVATION="")  # fmt: skip
+    a16 = {"tt.divisibility": 16}
+    attrs = {name: a16 for name in ("a_ptr", "b_ptr", "c_ptr", "stride_am", "stride_bk", "stride_cm")}
+
+    def run():
+        start = time.perf_counter()
+        ck = kl.compile(matmul_kernel, signature=signature, constexprs=constexprs, attrs=attrs,
+                        target=target, num_warps=warps, num_stages=stages, force=True)  # fmt: skip
+        seconds = time.perf_counter() - start
+        md = ck.metadata
+        note = f"{md.get('registers')} registers, {md.get('spills')} B spilled, {md.get('shared_total')} B shared"
+        return seconds * 1e3, note, {"times": dict(md.get("times", {}))}
+
+    case = f"{bm}x{bn}x{bk} w{warps} s{stages} {target}"
+    guarded(results, "matmul compile", case, "kernellab", "ms", run)
 
 
 def bench_launch(results, torch):
@@ -722,7 +928,10 @@ KEY_CASES = {
     "vector add": ["2^24", "2^27"],
     "softmax": ["4096x1024", "4096x16384"],
     "layer norm": ["4096x4096 fp16"],
-}
+    "softmax persistent": ["4096x1024", "4096x4096", "4096x12160"],
+    "matmul": ["4096x4096x4096 fp16", "4096x4096x4096 bf16", "8192x8192x8192 fp16",
+               "4096x4096x4096 tf32"],
+}  # fmt: skip
 
 
 def key_lines(results: Results, copy_gbps) -> list[str]:
@@ -731,18 +940,20 @@ def key_lines(results: Results, copy_gbps) -> list[str]:
     if copy_gbps:
         out.append(f"KEY copy ceiling: {copy_gbps:,.0f} GB/s")
     for section, wanted in KEY_CASES.items():
-        present = [
-            r["case"] for r in results.rows if r["section"] == section and r["case"] != "(section)"
-        ]
-        cases = [c for c in wanted if c in present] or present[-1:]
-        for case in cases:
-            k, t, p = (results.value(section, case, x) for x in ("kernellab", "triton", "torch"))
-            cells = [results.cell(section, case, x) for x in ("kernellab", "triton", "torch")]
-            out.append(f"KEY {section} {case}: kernellab {cells[0]}, triton {cells[1]}, torch {cells[2]} GB/s "
-                       f"(kl/triton {ratio(k, t)}, kl/torch {ratio(k, p)}"
-                       + (f", kl/copy {ratio(k, copy_gbps)})" if copy_gbps else ")"))  # fmt: skip
+        rows = [r for r in results.rows if r["section"] == section and r["case"] != "(section)"]
+        present = [r["case"] for r in rows]
+        providers = list(dict.fromkeys(r["provider"] for r in rows))
+        others = [p for p in providers if p != "kernellab"]
+        unit = next((r["unit"] for r in rows if r["unit"]), "")
+        for case in [c for c in wanted if c in present] or present[-1:]:
+            k = results.value(section, case, "kernellab")
+            cells = ", ".join(f"{p} {results.cell(section, case, p)}" for p in providers)
+            ratios = [f"kl/{p} {ratio(k, results.value(section, case, p))}" for p in others]
+            if unit == "GB/s" and copy_gbps:
+                ratios.append(f"kl/copy {ratio(k, copy_gbps)}")
+            out.append(f"KEY {section} {case}: {cells} {unit} ({', '.join(ratios)})")
     for r in results.rows:
-        if r["section"] in ("compile", "warm launch") or r["case"] == "(section)":
+        if r["section"] in ("compile", "warm launch", "matmul compile") or r["case"] == "(section)":
             note = r.get("note") or ""
             note = (
                 note.splitlines()[0][:100]
@@ -808,6 +1019,16 @@ PLAN = [
     ),
     ("layer norm", "fp16 4096 x {1024,4096,8192} forward: kernellab / torch / triton, GB/s"),
     (
+        "softmax persistent",
+        "fp32 4096 x {1024,4096,12160}, tl.range(num_stages=) row loop: kernellab / triton, GB/s",
+    ),
+    (
+        "matmul",
+        "tutorial matmul autotuned over its 8 configs, fp16/bf16 1024..8192 + 16x8192x8192, tf32 "
+        "4096: kernellab / cuBLAS / triton, TFLOP/s",
+    ),
+    ("matmul compile", "kl.compile of the 128x256x64 8-warp 3-stage config, cache bypassed"),
+    (
         "warm launch",
         f"{LAUNCHES} back-to-back launches of a {LAUNCH_ELEMENTS}-element add, µs per launch",
     ),
@@ -823,6 +1044,9 @@ SECTION_SECONDS = {
     "vector add": 120,
     "softmax": 90,
     "layer norm": 90,
+    "softmax persistent": 60,
+    "matmul": 300,
+    "matmul compile": 60,
     "warm launch": 60,
     "compile": 150,
 }
@@ -838,12 +1062,16 @@ def run_section(section: str, sink: str) -> int:
     target = f"sm_{major}{minor}"
     results.info(device=torch.cuda.get_device_name(0), capability=f"{major}.{minor}", target=target,
                  sm_count=props.multi_processor_count, memory_gib=round(props.total_memory / 2**30, 1))  # fmt: skip
-    timer = Timer(torch) if section in ("copy", "vector add", "softmax", "layer norm") else None
+    timed = ("copy", "vector add", "softmax", "layer norm", "softmax persistent", "matmul")
+    timer = Timer(torch) if section in timed else None
     run = {
         "copy": lambda: bench_copy(results, torch, timer),
         "vector add": lambda: bench_vector_add(results, torch, timer),
         "softmax": lambda: bench_softmax(results, torch, timer),
         "layer norm": lambda: bench_layer_norm(results, torch, timer),
+        "softmax persistent": lambda: bench_softmax_persistent(results, torch, timer),
+        "matmul": lambda: bench_matmul(results, torch, timer),
+        "matmul compile": lambda: bench_matmul_compile(results, target),
         "warm launch": lambda: bench_launch(results, torch),
         "compile": lambda: bench_compile(results, target, on_gpu=True),
     }[section]
@@ -946,6 +1174,9 @@ def main(argv=None) -> int:
         if not only or "compile" in only:
             print(f"\nCompile times in fresh processes ({target}):", flush=True)
             bench_compile(results, target, on_gpu=False)
+        if not only or "matmul compile" in only:
+            print(f"\nCompile time of the largest matmul config ({target}):", flush=True)
+            bench_matmul_compile(results, target)
         copy_gbps = None
     else:
         try:
