@@ -19,7 +19,7 @@ from typing import Any
 from xdsl.dialects import scf
 from xdsl.ir import Block, Region
 
-from kernellab import language
+import kernellab.language as language
 from kernellab.frontend.codegen.base import VisitorBase
 from kernellab.frontend.errors import (
     CompilationError,
