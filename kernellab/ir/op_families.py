@@ -71,7 +71,8 @@ class UnaryOp(SameTypeOp):
 
 
 class BinaryOp(SameTypeOp):
-    """`arith.addi %a, %b : tensor<128xi32>`, `math.powf %a, %b : f32`, `tt.mulhiui %a, %b : i32`."""
+    """`arith.addi %a, %b : tensor<128xi32>`, `math.powf %a, %b : f32`, `tt.mulhiui %a, %b : i32`
+    (operands and result of one type)."""
 
     T: ClassVar = VarConstraint("T", AnyAttr())
     lhs = operand_def(T)
