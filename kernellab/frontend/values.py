@@ -8,7 +8,10 @@ so that operators on them fold in Python; `unwrap` takes the box off.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,6 +63,25 @@ def for_semantic(value: Any) -> Any:
     if isinstance(value, tl.constexpr) and not is_number(value):
         return unwrap_deep(value)
     return value
+
+
+@functools.cache
+def _signature(builtin) -> inspect.Signature:
+    return inspect.signature(builtin)
+
+
+def bind_to_builtin(builtin, args: Sequence, kwargs: Mapping) -> inspect.BoundArguments:
+    """A call's arguments, as `Semantic` takes them, bound to the `tl` builtin's parameters with
+    its defaults filled in: the language declares each builtin's parameters once, and the
+    `Semantic` method implementing it receives every argument."""
+    try:
+        bound = _signature(builtin).bind(
+            *map(for_semantic, args), **{k: for_semantic(v) for k, v in kwargs.items()}
+        )
+    except TypeError as e:
+        raise TypeError(f"tl.{builtin.__kernellab_builtin__}(): {e}") from None
+    bound.apply_defaults()
+    return bound
 
 
 def show(x: Any) -> str:

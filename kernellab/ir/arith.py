@@ -32,6 +32,7 @@ from xdsl.irdl import (
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 
+from kernellab.ir.op_families import BinaryOp, UnaryOp, define_op
 from kernellab.ir.tt import element_type, i1_like
 
 CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
@@ -70,33 +71,6 @@ class ConstantOp(IRDLOperation):
     @classmethod
     def parse(cls, parser):
         return cls(parser.parse_attribute())
-
-
-class _BinaryOp(IRDLOperation):
-    """`arith.addi %a, %b : tensor<128xi32>`: operands and result share one type."""
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    lhs = operand_def(T)
-    rhs = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue):
-        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
-
-
-class _UnaryOp(IRDLOperation):
-    """`arith.negf %x : tensor<128xf32>`: the result has the operand's type."""
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    operand = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$operand attr-dict `:` type($result)"
-
-    def __init__(self, operand: SSAValue):
-        super().__init__(operands=[operand], result_types=[operand.type])
 
 
 class _CastOp(IRDLOperation):
@@ -187,8 +161,8 @@ class SelectOp(IRDLOperation):
 
 
 def _define(base: type, name: str) -> type:
-    cls_name = "".join(p.capitalize() for p in name.split(".")[1].split("_")) + "Op"
-    return irdl_op_definition(type(cls_name, (base,), {"name": name, "__module__": __name__}))
+    class_name = "".join(p.capitalize() for p in name.split(".")[1].split("_")) + "Op"
+    return define_op(base, class_name, name, __name__)
 
 
 _BINARY = (
@@ -198,8 +172,8 @@ _BINARY = (
 _UNARY = ("negf",)
 _CASTS = "extsi extui trunci extf truncf sitofp uitofp fptosi fptoui bitcast".split()
 
-BINARY_OPS: dict[str, type] = {n: _define(_BinaryOp, f"arith.{n}") for n in _BINARY}
-UNARY_OPS: dict[str, type] = {n: _define(_UnaryOp, f"arith.{n}") for n in _UNARY}
+BINARY_OPS: dict[str, type] = {n: _define(BinaryOp, f"arith.{n}") for n in _BINARY}
+UNARY_OPS: dict[str, type] = {n: _define(UnaryOp, f"arith.{n}") for n in _UNARY}
 CAST_OPS: dict[str, type] = {n: _define(_CastOp, f"arith.{n}") for n in _CASTS}
 
 # Expose every generated op under its class name: `arith.AddiOp`, `arith.ExtsiOp`, ...

@@ -8,8 +8,8 @@ print them without fastmath flags: `math.exp %x : tensor<128xf32>`,
 (`ExpOp`, `FmaOp`, `CountLeadingZerosOp`, ...), so `from kernellab.ir import math` replaces
 `from xdsl.dialects import math`.
 
-The ops print and parse themselves (no declarative assembly format), which keeps this module
-cheap to import.
+The ops print and parse themselves (`op_families`, no declarative assembly format), which keeps
+this module cheap to import.
 """
 
 from __future__ import annotations
@@ -19,96 +19,25 @@ from typing import ClassVar
 from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import (
     AnyAttr,
-    IRDLOperation,
     VarConstraint,
     irdl_op_definition,
     operand_def,
     result_def,
     traits_def,
 )
-from xdsl.printer import Printer
 from xdsl.traits import Pure
 
-
-def _print_tail(printer: Printer, op: IRDLOperation, types) -> None:
-    """` {attrs} : type[, type]` after the operands."""
-    printer.print_op_attributes(op.attributes)
-    printer.print_string(" : ")
-    for i, t in enumerate(types):
-        if i:
-            printer.print_string(", ")
-        printer.print_attribute(t)
-
-
-def _parse_operands(parser, count: int) -> list:
-    operands = [parser.parse_unresolved_operand()]
-    for _ in range(count - 1):
-        parser.parse_punctuation(",")
-        operands.append(parser.parse_unresolved_operand())
-    return operands
-
-
-class _Unary(IRDLOperation):
-    """`math.exp %x : tensor<128xf32>`: the result has the operand's type."""
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    operand = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-
-    def __init__(self, operand: SSAValue):
-        operand = SSAValue.get(operand)
-        super().__init__(operands=[operand], result_types=[operand.type])
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.operand)
-        _print_tail(printer, self, [self.result.type])
-
-    @classmethod
-    def parse(cls, parser):
-        (x,) = _parse_operands(parser, 1)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(x, t))
-        op.attributes |= attrs
-        return op
-
-
-class _Binary(IRDLOperation):
-    """`math.powf %a, %b : f32`: operands and result share one type."""
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    lhs = operand_def(T)
-    rhs = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue):
-        lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
-        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.lhs)
-        printer.print_string(", ")
-        printer.print_operand(self.rhs)
-        _print_tail(printer, self, [self.result.type])
-
-    @classmethod
-    def parse(cls, parser):
-        a, b = _parse_operands(parser, 2)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(a, t), parser.resolve_operand(b, t))
-        op.attributes |= attrs
-        return op
+from kernellab.ir.op_families import (
+    BinaryOp,
+    OperandsColonTypesOp,
+    SameTypeOp,
+    UnaryOp,
+    define_op,
+)
 
 
 @irdl_op_definition
-class FmaOp(IRDLOperation):
+class FmaOp(SameTypeOp):
     """`math.fma %a, %b, %c : tensor<128xf32>`: a * b + c rounded once."""
 
     name = "math.fma"
@@ -119,32 +48,9 @@ class FmaOp(IRDLOperation):
     result = result_def(T)
     traits = traits_def(Pure())
 
-    def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue):
-        a = SSAValue.get(a)
-        super().__init__(operands=[a, SSAValue.get(b), SSAValue.get(c)], result_types=[a.type])
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.a)
-        printer.print_string(", ")
-        printer.print_operand(self.b)
-        printer.print_string(", ")
-        printer.print_operand(self.c)
-        _print_tail(printer, self, [self.result.type])
-
-    @classmethod
-    def parse(cls, parser):
-        a, b, c = _parse_operands(parser, 3)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(*(parser.resolve_operand(v, t) for v in (a, b, c)))
-        op.attributes |= attrs
-        return op
-
 
 @irdl_op_definition
-class FPowIOp(IRDLOperation):
+class FPowIOp(OperandsColonTypesOp):
     """`math.fpowi %x, %n : tensor<128xf32>, tensor<128xi32>`: a float to an integer power."""
 
     name = "math.fpowi"
@@ -158,28 +64,8 @@ class FPowIOp(IRDLOperation):
         lhs = SSAValue.get(lhs)
         super().__init__(operands=[lhs, SSAValue.get(rhs)], result_types=[lhs.type])
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.lhs)
-        printer.print_string(", ")
-        printer.print_operand(self.rhs)
-        _print_tail(printer, self, [self.lhs.type, self.rhs.type])
-
-    @classmethod
-    def parse(cls, parser):
-        a, b = _parse_operands(parser, 2)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ta = parser.parse_type()
-        parser.parse_punctuation(",")
-        tb = parser.parse_type()
-        op = cls(parser.resolve_operand(a, ta), parser.resolve_operand(b, tb))
-        op.attributes |= attrs
-        return op
-
-
-def _define(base: type, cls_name: str, name: str) -> type:
-    return irdl_op_definition(type(cls_name, (base,), {"name": name, "__module__": __name__}))
+    def printed_types(self):
+        return [self.lhs.type, self.rhs.type]
 
 
 # class name → op name, as xDSL spells them
@@ -195,8 +81,12 @@ _UNARY = {
 }  # fmt: skip
 _BINARY = {"Atan2Op": "atan2", "CopySignOp": "copysign", "IPowIOp": "ipowi", "PowFOp": "powf"}
 
-UNARY_OPS: dict[str, type] = {n: _define(_Unary, n, f"math.{m}") for n, m in _UNARY.items()}
-BINARY_OPS: dict[str, type] = {n: _define(_Binary, n, f"math.{m}") for n, m in _BINARY.items()}
+UNARY_OPS: dict[str, type] = {
+    n: define_op(UnaryOp, n, f"math.{m}", __name__) for n, m in _UNARY.items()
+}
+BINARY_OPS: dict[str, type] = {
+    n: define_op(BinaryOp, n, f"math.{m}", __name__) for n, m in _BINARY.items()
+}
 # every op under its class name: `math.ExpOp`, `math.CountLeadingZerosOp`, ...
 globals().update(UNARY_OPS)
 globals().update(BINARY_OPS)

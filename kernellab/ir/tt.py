@@ -64,6 +64,8 @@ from xdsl.traits import (
     Pure,
 )
 
+from kernellab.ir.op_families import BinaryOp, UnaryOp, define_op
+
 
 # ----------------------------------------------------------------------------------- types
 
@@ -265,14 +267,8 @@ class _ProgramAxisOp(IRDLOperation):
         return cls(axis)
 
 
-@irdl_op_definition
-class GetProgramIdOp(_ProgramAxisOp):
-    name = "tt.get_program_id"
-
-
-@irdl_op_definition
-class GetNumProgramsOp(_ProgramAxisOp):
-    name = "tt.get_num_programs"
+GetProgramIdOp = define_op(_ProgramAxisOp, "GetProgramIdOp", "tt.get_program_id", __name__)
+GetNumProgramsOp = define_op(_ProgramAxisOp, "GetNumProgramsOp", "tt.get_num_programs", __name__)
 
 
 @irdl_op_definition
@@ -308,18 +304,10 @@ class _UnaryShapeOp(IRDLOperation):
         super().__init__(operands=[src], result_types=[result_type], properties=properties or {})
 
 
-@irdl_op_definition
-class SplatOp(_UnaryShapeOp):
-    """Scalar → tensor with every element equal to it."""
-
-    name = "tt.splat"
-
-
-@irdl_op_definition
-class BroadcastOp(_UnaryShapeOp):
-    """Tensor with size-1 dims → same rank with those dims stretched."""
-
-    name = "tt.broadcast"
+# splat: scalar → tensor with every element equal to it; broadcast: tensor with size-1 dims →
+# same rank with those dims stretched
+SplatOp = define_op(_UnaryShapeOp, "SplatOp", "tt.splat", __name__)
+BroadcastOp = define_op(_UnaryShapeOp, "BroadcastOp", "tt.broadcast", __name__)
 
 
 @irdl_op_definition
@@ -368,11 +356,10 @@ class _PairOp(IRDLOperation):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
 
-@irdl_op_definition
-class JoinOp(_PairOp):
-    """Two tensors of the same shape → one with a new minor dim of size 2."""
-
-    name = "tt.join"
+# join: two tensors of the same shape → one with a new minor dim of size 2; cat: concatenate
+# along dim 0 (Triton's tl.cat with can_reorder)
+JoinOp = define_op(_PairOp, "JoinOp", "tt.join", __name__)
+CatOp = define_op(_PairOp, "CatOp", "tt.cat", __name__)
 
 
 @irdl_op_definition
@@ -389,13 +376,6 @@ class SplitOp(IRDLOperation):
 
     def __init__(self, src: SSAValue, result_type: Attribute):
         super().__init__(operands=[src], result_types=[result_type, result_type])
-
-
-@irdl_op_definition
-class CatOp(_PairOp):
-    """Concatenate along dim 0 (Triton's tl.cat with can_reorder)."""
-
-    name = "tt.cat"
 
 
 # ------------------------------------------------------------------------------ pointers
@@ -417,21 +397,10 @@ class AddPtrOp(IRDLOperation):
         super().__init__(operands=[ptr, offset], result_types=[ptr.type])
 
 
-@irdl_op_definition
-class IntToPtrOp(_UnaryShapeOp):
-    name = "tt.int_to_ptr"
-
-
-@irdl_op_definition
-class PtrToIntOp(_UnaryShapeOp):
-    name = "tt.ptr_to_int"
-
-
-@irdl_op_definition
-class BitcastOp(_UnaryShapeOp):
-    """Reinterpret bits between types of equal width (tensor.to(..., bitcast=True))."""
-
-    name = "tt.bitcast"
+IntToPtrOp = define_op(_UnaryShapeOp, "IntToPtrOp", "tt.int_to_ptr", __name__)
+PtrToIntOp = define_op(_UnaryShapeOp, "PtrToIntOp", "tt.ptr_to_int", __name__)
+# reinterprets bits between types of equal width (tensor.to(..., bitcast=True))
+BitcastOp = define_op(_UnaryShapeOp, "BitcastOp", "tt.bitcast", __name__)
 
 
 @irdl_op_definition
@@ -699,52 +668,11 @@ class DotOp(IRDLOperation):
         )
 
 
-class _SameTypeUnaryOp(IRDLOperation):
-    """`op %x : T`: the result has the operand's type."""
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    x = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$x attr-dict `:` type($x)"
-
-    def __init__(self, x: SSAValue):
-        super().__init__(operands=[x], result_types=[x.type])
-
-
-class _SameTypeBinaryOp(IRDLOperation):
-    """`op %x, %y : T`: both operands and the result have one type."""
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    x = operand_def(T)
-    y = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$x `,` $y attr-dict `:` type($x)"
-
-    def __init__(self, x: SSAValue, y: SSAValue):
-        super().__init__(operands=[x, y], result_types=[x.type])
-
-
-@irdl_op_definition
-class MulhiUIOp(_SameTypeBinaryOp):
-    """High half of the unsigned product (tl.umulhi)."""
-
-    name = "tt.mulhiui"
-
-
-@irdl_op_definition
-class PreciseSqrtOp(_SameTypeUnaryOp):
-    """Correctly rounded sqrt (tl.sqrt_rn); math.sqrt may be approximate on the GPU."""
-
-    name = "tt.precise_sqrt"
-
-
-@irdl_op_definition
-class PreciseDivFOp(_SameTypeBinaryOp):
-    """Correctly rounded division (tl.div_rn)."""
-
-    name = "tt.precise_divf"
+# the high half of the unsigned product (tl.umulhi); correctly rounded sqrt (tl.sqrt_rn, where
+# math.sqrt may be approximate on the GPU) and division (tl.div_rn)
+MulhiUIOp = define_op(BinaryOp, "MulhiUIOp", "tt.mulhiui", __name__)
+PreciseSqrtOp = define_op(UnaryOp, "PreciseSqrtOp", "tt.precise_sqrt", __name__)
+PreciseDivFOp = define_op(BinaryOp, "PreciseDivFOp", "tt.precise_divf", __name__)
 
 
 @irdl_op_definition
@@ -772,16 +700,21 @@ class ClampFOp(IRDLOperation):
 # ------------------------------------------------------------------ reductions and scans
 
 
-@irdl_op_definition
-class ReduceOp(IRDLOperation):
-    """Reduce N same-shaped tensors along `axis` with a combine region of 2N args → N values."""
+class _CombineAlongAxisOp(IRDLOperation):
+    """N same-shaped tensors combined along `axis` by the region's combine function."""
 
-    name = "tt.reduce"
     srcs = var_operand_def()
     result = var_result_def()
     axis = prop_def(IntegerAttr)
     combineOp = region_def("single_block")
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class ReduceOp(_CombineAlongAxisOp):
+    """Reduce along `axis` with a combine region of 2N args → N values."""
+
+    name = "tt.reduce"
 
     def __init__(
         self, srcs: Sequence[SSAValue], axis: int, result_types: Sequence[Attribute], combine: Region
@@ -803,22 +736,15 @@ class _CombineReturnOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
-@irdl_op_definition
-class ReduceReturnOp(_CombineReturnOp):
-    name = "tt.reduce.return"
+ReduceReturnOp = define_op(_CombineReturnOp, "ReduceReturnOp", "tt.reduce.return", __name__)
 
 
 @irdl_op_definition
-class ScanOp(IRDLOperation):
-    """Inclusive scan of N same-shaped tensors along `axis` with a combine region."""
+class ScanOp(_CombineAlongAxisOp):
+    """Inclusive scan along `axis`; the result has the sources' types."""
 
     name = "tt.scan"
-    srcs = var_operand_def()
-    result = var_result_def()
-    axis = prop_def(IntegerAttr)
     reverse = prop_def(BoolAttr)
-    combineOp = region_def("single_block")
-    traits = traits_def(Pure())
 
     def __init__(
         self,
@@ -835,9 +761,7 @@ class ScanOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
-class ScanReturnOp(_CombineReturnOp):
-    name = "tt.scan.return"
+ScanReturnOp = define_op(_CombineReturnOp, "ScanReturnOp", "tt.scan.return", __name__)
 
 
 # ---------------------------------------------------------------------------- debugging

@@ -49,10 +49,18 @@ from xdsl.traits import (
 # ------------------------------------------------------------------------------ encodings
 
 _INTS, _INT, _ATTR = "ints", "int", "attr"
+_IR_TYPES = {_INTS: ArrayAttr[IntAttr], _INT: IntAttr, _ATTR: Attribute}
 
 
 def _ints(values: Sequence[int]) -> ArrayAttr[IntAttr]:
     return ArrayAttr([IntAttr(int(v)) for v in values])
+
+
+def _ir_param(kind: str, value) -> Attribute:
+    """An encoding field's value as its IR parameter (`_IR_TYPES[kind]`)."""
+    if kind == _INTS:
+        return _ints(value)
+    return IntAttr(int(value)) if kind == _INT else value
 
 
 class _Encoding(ParametrizedAttribute):
@@ -61,20 +69,27 @@ class _Encoding(ParametrizedAttribute):
     FIELDS lists (printed key, python name, kind, default) in print order; kind is "ints"
     (`[1, 8]`), "int" or "attr" (another encoding, e.g. a slice's parent). A field with a
     default is omitted from the text when it has that value, as Triton omits kWidth = 0.
+    FIELDS is the one declaration of an encoding's parameters: the IR parameters
+    (`_size_per_thread: ArrayAttr[IntAttr]`) are derived from it, and the constructor takes the
+    values in FIELDS order, trailing ones with a default optional.
     """
 
     FIELDS: ClassVar[tuple[tuple[str, str, str, object], ...]] = ()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__annotations__ = {"_" + py: _IR_TYPES[kind] for _, py, kind, _ in cls.FIELDS}
+
     def __init__(self, *values):
-        params = []
-        for (_, _, kind, _), value in zip(self.FIELDS, values, strict=True):
-            if kind == _INTS:
-                params.append(_ints(value))
-            elif kind == _INT:
-                params.append(IntAttr(int(value)))
-            else:
-                params.append(value)
-        super().__init__(*params)
+        given = len(values)
+        values = (*values, *(default for _, _, _, default in self.FIELDS[given:]))
+        if given > len(self.FIELDS) or None in values[given:]:
+            raise TypeError(
+                f"{type(self).__name__} takes {', '.join(f[1] for f in self.FIELDS)}"
+            )
+        super().__init__(
+            *(_ir_param(kind, v) for (_, _, kind, _), v in zip(self.FIELDS, values, strict=True))
+        )
 
     def __getattr__(self, name: str):
         # python names (`size_per_thread`) read the private IR parameter (`_size_per_thread`)
@@ -134,10 +149,7 @@ class _Encoding(ParametrizedAttribute):
                 if default is None:
                     parser.raise_error(f"#{cls.name} needs {key}")
                 values[key] = default
-            value = values[key]
-            params.append(
-                _ints(value) if kind == _INTS else IntAttr(value) if kind == _INT else value
-            )
+            params.append(_ir_param(kind, values[key]))
         return params
 
 
@@ -155,19 +167,6 @@ class BlockedEncodingAttr(_Encoding):
         ("warpsPerCTA", "warps_per_cta", _INTS, None),
         ("order", "order", _INTS, None),
     )
-    _size_per_thread: ArrayAttr[IntAttr]
-    _threads_per_warp: ArrayAttr[IntAttr]
-    _warps_per_cta: ArrayAttr[IntAttr]
-    _order: ArrayAttr[IntAttr]
-
-    def __init__(
-        self,
-        size_per_thread: Sequence[int],
-        threads_per_warp: Sequence[int],
-        warps_per_cta: Sequence[int],
-        order: Sequence[int],
-    ):
-        super().__init__(size_per_thread, threads_per_warp, warps_per_cta, order)
 
     @property
     def rank(self) -> int:
@@ -180,11 +179,6 @@ class SliceEncodingAttr(_Encoding):
 
     name = "ttg.slice"
     FIELDS = (("dim", "dim", _INT, None), ("parent", "parent", _ATTR, None))
-    _dim: IntAttr
-    _parent: Attribute
-
-    def __init__(self, dim: int, parent: Attribute):
-        super().__init__(dim, parent)
 
     @property
     def rank(self) -> int:
@@ -202,19 +196,6 @@ class NvidiaMmaEncodingAttr(_Encoding):
         ("warpsPerCTA", "warps_per_cta", _INTS, None),
         ("instrShape", "instr_shape", _INTS, None),
     )
-    _version_major: IntAttr
-    _version_minor: IntAttr
-    _warps_per_cta: ArrayAttr[IntAttr]
-    _instr_shape: ArrayAttr[IntAttr]
-
-    def __init__(
-        self,
-        version_major: int,
-        version_minor: int,
-        warps_per_cta: Sequence[int],
-        instr_shape: Sequence[int],
-    ):
-        super().__init__(version_major, version_minor, warps_per_cta, instr_shape)
 
     @property
     def rank(self) -> int:
@@ -235,12 +216,6 @@ class DotOperandEncodingAttr(_Encoding):
         ("parent", "parent", _ATTR, None),
         ("kWidth", "k_width", _INT, 0),
     )
-    _op_idx: IntAttr
-    _parent: Attribute
-    _k_width: IntAttr
-
-    def __init__(self, op_idx: int, parent: Attribute, k_width: int = 0):
-        super().__init__(op_idx, parent, k_width)
 
     @property
     def rank(self) -> int:
@@ -259,13 +234,6 @@ class SwizzledSharedEncodingAttr(_Encoding):
         ("maxPhase", "max_phase", _INT, None),
         ("order", "order", _INTS, None),
     )
-    _vec: IntAttr
-    _per_phase: IntAttr
-    _max_phase: IntAttr
-    _order: ArrayAttr[IntAttr]
-
-    def __init__(self, vec: int, per_phase: int, max_phase: int, order: Sequence[int]):
-        super().__init__(vec, per_phase, max_phase, order)
 
     @property
     def rank(self) -> int:

@@ -1,13 +1,15 @@
 """The builtins of the block language: Triton's names and parameters, implemented by the compiler.
 
-Each function here is a signature and a docstring: inside a `@kl.jit` kernel the frontend calls
-`Semantic.<name>` with the same arguments; called from plain Python it raises. Functions Triton
-writes in the language itself (cdiv, sigmoid, softmax, rand, ...) live in `standard` and `random`.
+Each function here is a signature and a docstring: inside a `@kl.jit` kernel the frontend binds
+the call to this signature, defaults filled in, and calls `Semantic.<name>` with every argument;
+called from plain Python it raises. Functions Triton writes in the language itself (cdiv,
+sigmoid, softmax, rand, ...) live in `standard` and `random`.
 """
 
 from __future__ import annotations
 
 import builtins as _py
+import inspect
 from enum import Enum
 
 from kernellab.language.core import builtin, constexpr, float32
@@ -21,6 +23,16 @@ class PropagateNan(Enum):
 
     NONE = 0x0000
     ALL = 0xFFFF
+
+
+def _parameters_of(template):
+    """Declares a builtin that takes `template`'s parameters (tl.min mirrors tl.max)."""
+
+    def declare(fn):
+        fn.__signature__ = inspect.signature(template)
+        return builtin(fn)
+
+    return declare
 
 
 # ------------------------------------------------------------------------- programming model
@@ -419,15 +431,8 @@ def max(
     """
 
 
-@builtin
-def min(
-    input,
-    axis=None,
-    return_indices=False,
-    return_indices_tie_break_left=True,
-    keep_dims=False,
-    propagate_nan=PropagateNan.NONE,
-):
+@_parameters_of(max)
+def min(*args, **kwargs):
     """Min along `axis` (None: all); like `max`."""
 
 

@@ -12,10 +12,12 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
+import kernellab.language as language
 from kernellab.frontend.builder import IRBuilder
 from kernellab.frontend.errors import SemanticError
 from kernellab.frontend.semantic import Semantic
 from kernellab.frontend.types import to_ir_type
+from kernellab.frontend.values import bind_to_builtin
 from kernellab.ir import print_module, tt
 from kernellab.language import core as tl
 
@@ -38,6 +40,26 @@ DT = {
 }
 
 
+class CalledAsInAKernel:
+    """A Semantic whose `tl` builtins are called as the frontend calls them: the arguments bound
+    to the builtin's parameters, the language's defaults filled in."""
+
+    def __init__(self, semantic: Semantic):
+        self.semantic = semantic
+
+    def __getattr__(self, name: str):
+        method = getattr(self.semantic, name)
+        builtin = getattr(language, name, None)
+        if not hasattr(builtin, "__kernellab_builtin__"):
+            return method
+
+        def call(*args, **kwargs):
+            arguments = bind_to_builtin(builtin, args, kwargs)
+            return method(*arguments.args, **arguments.kwargs)
+
+        return call
+
+
 class Kernel:
     """A `tt.func` under construction: `.s` is its Semantic, `.args` its arguments."""
 
@@ -45,7 +67,7 @@ class Kernel:
         block = Block(arg_types=[to_ir_type(t) for t in arg_types])
         self.func = tt.FuncOp("k", ([to_ir_type(t) for t in arg_types], []), Region(block))
         self.module = ModuleOp([self.func])
-        self.s = Semantic(IRBuilder(block), call_function)
+        self.s = CalledAsInAKernel(Semantic(IRBuilder(block), call_function))
         self.args = [tl.tensor(a, t) for a, t in zip(block.args, arg_types)]
 
     def block(self, dtype: tl.dtype, shape=(128,)) -> tl.tensor:

@@ -42,6 +42,3 @@ class AccessTrace:
                 site.op_index, site.location, site.kind, buf.name, programs,
                 np.broadcast_to(idx, full).astype(np.int64), mask,
             ))  # fmt: skip
-
-    def for_arg(self, name: str) -> list[AccessRecord]:
-        return [r for r in self.records if r.arg == name]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import inspect
 import numbers
 import operator
 import types
@@ -19,7 +20,7 @@ from typing import Any
 from xdsl.dialects import scf
 from xdsl.ir import Block, Region
 
-from kernellab import language
+import kernellab.language as language
 from kernellab.frontend.codegen.base import VisitorBase
 from kernellab.frontend.errors import (
     CompilationError,
@@ -28,6 +29,7 @@ from kernellab.frontend.errors import (
     UnsupportedLanguageConstruct,
 )
 from kernellab.frontend.values import (
+    bind_to_builtin,
     const,
     describe,
     for_semantic,
@@ -79,10 +81,6 @@ _COMPARE = {
     ast.Is: (None, operator.is_), ast.IsNot: (None, operator.is_not),
     ast.In: (None, lambda a, b: a in b), ast.NotIn: (None, lambda a, b: a not in b),
 }  # fmt: skip
-
-
-def _call_with_semantic_args(method, args: list, kwargs: dict) -> Any:
-    return method(*map(for_semantic, args), **{k: for_semantic(v) for k, v in kwargs.items()})
 
 
 class ExpressionVisitor(VisitorBase):
@@ -374,7 +372,7 @@ class ExpressionVisitor(VisitorBase):
         if isinstance(function, tl.KernelFunction):
             return self._call_kernel_function(function, args, kwargs)
         if hasattr(function, "__kernellab_builtin__"):
-            return self._call_builtin(function.__kernellab_builtin__, args, kwargs, node)
+            return self._call_builtin(function, args, kwargs, node)
         if function in (builtins.range, language.range, language.static_range):
             raise SemanticError("range objects can only be used as the iterable of a `for` loop")
         if function is builtins.min or function is builtins.max:
@@ -382,7 +380,7 @@ class ExpressionVisitor(VisitorBase):
         if function is builtins.print:  # print(x) is tl.device_print("", x)
             if not args or not isinstance(unwrap(args[0]), str):
                 args = [tl.constexpr(""), *args]
-            return self._call_builtin("device_print", args, kwargs, node)
+            return self._call_builtin(language.device_print, args, kwargs, node)
         if function is tl.constexpr:
             if is_runtime(args):
                 raise SemanticError(
@@ -411,21 +409,23 @@ class ExpressionVisitor(VisitorBase):
             f"{ast.unparse(node.func)} is {describe(function)}, which cannot be called in a kernel"
         )
 
-    def _call_builtin(self, name: str, args: list, kwargs: dict, node: ast.Call) -> Any:
+    def _call_builtin(self, builtin, args: list, kwargs: dict, node: ast.Call) -> Any:
+        name = builtin.__kernellab_builtin__
         implementation = getattr(self.semantic, name, None)
         if implementation is None:
             raise SemanticError(f"tl.{name} is not implemented by kernellab yet")
+        arguments = bind_to_builtin(builtin, args, kwargs)
         if name == "static_assert":
-            return self._static_assert(args, kwargs, node)
-        return const(_call_with_semantic_args(implementation, args, kwargs))
+            return self._static_assert(arguments, node)
+        return const(implementation(*arguments.args, **arguments.kwargs))
 
-    def _static_assert(self, args: list, kwargs: dict, node: ast.Call) -> None:
+    def _static_assert(self, arguments: inspect.BoundArguments, node: ast.Call) -> None:
         """tl.static_assert, whose failure (on a compile-time condition) has its own class."""
-        cond = args[0] if args else kwargs.get("cond")
+        runtime_condition = is_runtime(arguments.arguments["cond"])
         try:
-            _call_with_semantic_args(self.semantic.static_assert, args, kwargs)
+            self.semantic.static_assert(*arguments.args, **arguments.kwargs)
         except SemanticError as e:
-            cls = CompilationError if is_runtime(cond) else CompileTimeAssertionFailure
+            cls = CompilationError if runtime_condition else CompileTimeAssertionFailure
             raise self.error(node, e.message, e.notes, cls=cls) from None
 
     def _min_max(self, function, args: list) -> Any:

@@ -16,7 +16,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.ir import Block, Region
 
-from kernellab import language
+import kernellab.language as language
 from kernellab.frontend.builder import name_value
 from kernellab.frontend.codegen.base import RETURN, USER_ERRORS, Return, VisitorBase
 from kernellab.frontend.codegen.control_flow import assigned_names

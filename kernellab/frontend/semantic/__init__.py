@@ -1,7 +1,9 @@
 """Triton's semantics for every builtin and operator: type promotion, broadcasting, checks, IR.
 
 The AST visitor hands each operator and `tl` call to a `Semantic` method with the user's
-arguments: `tl.tensor`s (runtime values) or Python values/constexprs (compile-time). The method
+arguments: `tl.tensor`s (runtime values) or Python values/constexprs (compile-time). A `tl` call's
+arguments are bound to the builtin's parameters in `kernellab.language` first, its defaults
+filled in (`values.bind_to_builtin`), so the methods repeat no defaults of their own. The method
 decides the result type exactly as Triton does, emits the ops through the `IRBuilder`, and
 returns a `tl.tensor`. User mistakes raise `SemanticError` with one sentence that names the
 shapes and dtypes involved and says what to change; the visitor adds the source location.

@@ -222,7 +222,7 @@ class ArithmeticMixin(SemanticBase):
         a, c = self._binary_operands(a, c, what)
         return a, b, c
 
-    def clamp(self, x, min, max, propagate_nan=PropagateNan.NONE) -> tl.tensor:
+    def clamp(self, x, min, max, propagate_nan) -> tl.tensor:
         x, lo, hi = self._broadcast_all(*self._promote_three(x, min, max, "tl.clamp"))
         if not x.dtype.is_floating():
             raise SemanticError(
@@ -266,7 +266,7 @@ class ArithmeticMixin(SemanticBase):
             f"tl.abs needs an int or a float, got {show(x)}; pass a value, not a pointer"
         )
 
-    def fdiv(self, x, y, ieee_rounding=False) -> tl.tensor:
+    def fdiv(self, x, y, ieee_rounding) -> tl.tensor:
         x, y = self.to_tensor(x), self.to_tensor(y)
         if not (x.dtype.is_floating() and y.dtype.is_floating()):
             raise SemanticError(

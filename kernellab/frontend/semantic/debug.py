@@ -65,7 +65,7 @@ class DebugMixin(SemanticBase):
 
     # ----------------------------------------------------------------- debugging
 
-    def static_assert(self, cond, msg="") -> None:
+    def static_assert(self, cond, msg) -> None:
         if isinstance(cond, tl.tensor):
             raise SemanticError(
                 "tl.static_assert needs a compile-time condition, got a runtime value; use "
@@ -78,7 +78,7 @@ class DebugMixin(SemanticBase):
                 else "static assertion failed"
             )
 
-    def static_print(self, *values, sep=" ", end="\n", file=None, flush=False) -> None:
+    def static_print(self, *values, sep, end, file, flush) -> None:
         shown = [show(v) if isinstance(v, tl.tensor) else unwrap(v) for v in values]
         print(
             *shown,
@@ -88,7 +88,7 @@ class DebugMixin(SemanticBase):
             flush=bool(unwrap(flush)),
         )
 
-    def device_print(self, prefix, *args, hex=False) -> None:
+    def device_print(self, prefix, *args, hex) -> None:
         prefix = unwrap(prefix)
         if not isinstance(prefix, str):
             raise SemanticError(f"tl.device_print needs a string prefix first, got {show(prefix)}")

@@ -21,11 +21,11 @@ class DotMixin(SemanticBase):
         self,
         input,
         other,
-        acc=None,
-        input_precision=None,
-        allow_tf32=None,
-        max_num_imprecise_acc=None,
-        out_dtype=tl.float32,
+        acc,
+        input_precision,
+        allow_tf32,
+        max_num_imprecise_acc,
+        out_dtype,
     ) -> tl.tensor:
         a, b = self._block(input, "tl.dot"), self._block(other, "tl.dot")
         precision, allow_tf32 = unwrap(input_precision), unwrap(allow_tf32)

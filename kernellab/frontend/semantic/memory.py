@@ -81,13 +81,13 @@ class MemoryMixin(SemanticBase):
     def load(
         self,
         pointer,
-        mask=None,
-        other=None,
-        boundary_check=(),
-        padding_option="",
-        cache_modifier="",
-        eviction_policy="",
-        volatile=False,
+        mask,
+        other,
+        boundary_check,
+        padding_option,
+        cache_modifier,
+        eviction_policy,
+        volatile,
     ) -> tl.tensor:
         ptr = self._pointer(pointer, "tl.load")
         if unwrap(boundary_check) or unwrap(padding_option):
@@ -127,7 +127,7 @@ class MemoryMixin(SemanticBase):
         return self._cast(out, tl.int1) if is_bool else out
 
     def store(
-        self, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""
+        self, pointer, value, mask, boundary_check, cache_modifier, eviction_policy
     ) -> None:
         ptr = self._pointer(pointer, "tl.store")
         if unwrap(boundary_check):
@@ -177,14 +177,14 @@ class MemoryMixin(SemanticBase):
         )
         return self._emit(op, val.type)
 
-    def atomic_add(self, pointer, val, mask=None, sem=None, scope=None) -> tl.tensor:
+    def atomic_add(self, pointer, val, mask, sem, scope) -> tl.tensor:
         ptr, val, mask, sem, scope = self._atomic_operands("add", pointer, val, mask, sem, scope)
         return self._rmw("fadd" if val.dtype.is_floating() else "add", ptr, val, mask, sem, scope)
 
-    def atomic_xchg(self, pointer, val, mask=None, sem=None, scope=None) -> tl.tensor:
+    def atomic_xchg(self, pointer, val, mask, sem, scope) -> tl.tensor:
         return self._rmw("exch", *self._atomic_operands("xchg", pointer, val, mask, sem, scope))
 
-    def _int_atomic(self, op: str, pointer, val, mask=None, sem=None, scope=None) -> tl.tensor:
+    def _int_atomic(self, op: str, pointer, val, mask, sem, scope) -> tl.tensor:
         ptr, val, mask, sem, scope = self._atomic_operands(op, pointer, val, mask, sem, scope)
         if not val.dtype.is_int():
             raise SemanticError(
@@ -197,7 +197,7 @@ class MemoryMixin(SemanticBase):
     atomic_or = partialmethod(_int_atomic, "or")
     atomic_xor = partialmethod(_int_atomic, "xor")
 
-    def _minmax_atomic(self, op: str, pointer, val, mask=None, sem=None, scope=None) -> tl.tensor:
+    def _minmax_atomic(self, op: str, pointer, val, mask, sem, scope) -> tl.tensor:
         ptr, val, mask, sem, scope = self._atomic_operands(op, pointer, val, mask, sem, scope)
         elem = val.dtype
         if elem.is_int():
@@ -234,7 +234,7 @@ class MemoryMixin(SemanticBase):
     atomic_max = partialmethod(_minmax_atomic, "max")
     atomic_min = partialmethod(_minmax_atomic, "min")
 
-    def atomic_cas(self, pointer, cmp, val, sem=None, scope=None) -> tl.tensor:
+    def atomic_cas(self, pointer, cmp, val, sem, scope) -> tl.tensor:
         ptr = self._pointer(pointer, "tl.atomic_cas")
         sem, scope = self._ordering(sem, scope)
         elem = ptr.dtype.element_ty

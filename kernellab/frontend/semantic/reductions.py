@@ -121,7 +121,7 @@ class ReductionMixin(SemanticBase):
                 outs[i] = o
         return tuple(outs)
 
-    def reduce(self, input, axis, combine_fn, keep_dims=False):
+    def reduce(self, input, axis, combine_fn, keep_dims):
         inputs, single = _tensors(input)
         combine = self._user_combine(combine_fn, "tl.reduce")
         outs = self._reduction(inputs, axis, keep_dims, combine, "tl.reduce")
@@ -138,12 +138,12 @@ class ReductionMixin(SemanticBase):
             return self._cast(input, tl.int32 if elem.is_int_signed() else tl.uint32)
         return self._cast(input, tl.float32) if elem.is_bf16() else input
 
-    def sum(self, input, axis=None, keep_dims=False, dtype=None) -> tl.tensor:
+    def sum(self, input, axis, keep_dims, dtype) -> tl.tensor:
         input = self._accumulated(input, dtype, "tl.sum")
         (out,) = self._reduction([input], axis, keep_dims, _binary_combine(self.add), "tl.sum")
         return out
 
-    def xor_sum(self, input, axis=None, keep_dims=False) -> tl.tensor:
+    def xor_sum(self, input, axis, keep_dims) -> tl.tensor:
         input = self._block(input, "tl.xor_sum")
         if not input.dtype.is_int():
             raise SemanticError(
@@ -158,11 +158,11 @@ class ReductionMixin(SemanticBase):
         self,
         which: str,
         input,
-        axis=None,
-        return_indices=False,
-        return_indices_tie_break_left=True,
-        keep_dims=False,
-        propagate_nan=PropagateNan.NONE,
+        axis,
+        return_indices,
+        return_indices_tie_break_left,
+        keep_dims,
+        propagate_nan,
     ):
         """tl.max / tl.min (`which`), with indices as (values, indices) when asked."""
         what = f"tl.{'arg' if unwrap(return_indices) else ''}{which}"
@@ -210,10 +210,10 @@ class ReductionMixin(SemanticBase):
     max = partialmethod(_extremum, "max")
     min = partialmethod(_extremum, "min")
 
-    def _arg_extremum(
-        self, which: str, input, axis, tie_break_left=True, keep_dims=False
-    ) -> tl.tensor:
-        return self._extremum(which, input, axis, True, tie_break_left, keep_dims)[1]
+    def _arg_extremum(self, which: str, input, axis, tie_break_left, keep_dims) -> tl.tensor:
+        return self._extremum(
+            which, input, axis, True, tie_break_left, keep_dims, PropagateNan.NONE
+        )[1]
 
     argmax = partialmethod(_arg_extremum, "max")
     argmin = partialmethod(_arg_extremum, "min")
@@ -230,18 +230,18 @@ class ReductionMixin(SemanticBase):
         )
         return tuple(tl.tensor(r, t.type) for r, t in zip(op.results, inputs))
 
-    def associative_scan(self, input, axis, combine_fn, reverse=False):
+    def associative_scan(self, input, axis, combine_fn, reverse):
         inputs, single = _tensors(input)
         what = "tl.associative_scan"
         outs = self._scan(inputs, axis, reverse, self._user_combine(combine_fn, what), what)
         return outs[0] if single else outs
 
-    def cumsum(self, input, axis=0, reverse=False, dtype=None) -> tl.tensor:
+    def cumsum(self, input, axis, reverse, dtype) -> tl.tensor:
         input = self._accumulated(input, dtype, "tl.cumsum")
         (out,) = self._scan([input], axis, reverse, _binary_combine(self.add), "tl.cumsum")
         return out
 
-    def cumprod(self, input, axis=0, reverse=False) -> tl.tensor:
+    def cumprod(self, input, axis, reverse) -> tl.tensor:
         input = self._block(input, "tl.cumprod")
         if input.dtype.is_bf16():
             input = self._cast(input, tl.float32)

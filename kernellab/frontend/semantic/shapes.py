@@ -163,7 +163,7 @@ class ShapeMixin(SemanticBase):
         op = self.builder.create(tt.SplitOp(a.handle, to_ir_type(ty)))
         return tl.tensor(op.results[0], ty), tl.tensor(op.results[1], ty)
 
-    def cat(self, input, other, can_reorder=False) -> tl.tensor:
+    def cat(self, input, other, can_reorder) -> tl.tensor:
         input, other = self._block(input, "tl.cat"), self._block(other, "tl.cat")
         if not unwrap(can_reorder):
             raise SemanticError(
