@@ -16,7 +16,7 @@ from llvm_samples import SCALE_BIAS, SHARED_64K, VECTOR_ADD
 
 import kernellab as kl
 from kernellab.backends.nvidia import driver
-from kernellab.runtime.args import ArgumentError
+from kernellab.backends.arguments import ArgumentError
 
 pytestmark = [
     pytest.mark.gpu,
