@@ -186,3 +186,46 @@ def test_compiling_edited_llvm_ir_takes_shared_memory_and_arguments_from_the_tex
     assert md.shared == 65536 and md.threads_per_block == 128 and md.name == "smem_kernel"
     assert md.params == ["u64"] and str(md.signature) == "u64" and ck.arg_names == ["arg0"]
     assert md.shared_total == 65536 + md.static_shared and md.registers > 0
+
+
+def test_the_header_reaches_the_ptx_through_module_asm():
+    import os
+    import sys
+
+    from kernellab.backends.nvidia.ptx import make_ptx
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "backends", "nvidia"))
+    from llvm_samples import VECTOR_ADD
+
+    first, last = header_lines(LaunchHeader("add_kernel", 128, 2))
+    ptx = make_ptx(f"{first}\n{VECTOR_ADD}\n{last}\n", NvidiaOptions())
+    assert read_header(ptx) == LaunchHeader("add_kernel", 128, 2)
+    assert _parse_ptx(ptx).metadata["threads_per_block"] == 64
+
+
+def test_located_asm_and_source_maps_are_public_per_stage(monkeypatch, tmp_path):
+    from kernellab.backends.nvidia import cubin
+
+    if cubin.nvjitlink_version() is None:
+        pytest.skip("nvJitLink is not installed")
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("KERNELLAB_ALWAYS_COMPILE", raising=False)
+
+    @kl.jit
+    def copy(src, dst, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+    def compile_it():
+        return kl.compile(copy, signature="*fp32,*fp32,i32", constexprs={"BLOCK": 64}, target="sm_80")
+
+    ck = compile_it()
+    assert set(ck.located_asm) == {"ttir", "ttgir"} and "loc(" in ck.located_asm["ttgir"]
+    for stage in ("ttir", "ttgir"):
+        assert len(ck.located_asm[stage].splitlines()) == len(ck.asm[stage].splitlines())
+        load = next(i for i, line in enumerate(ck.asm[stage].splitlines(), 1) if "tt.load" in line)
+        assert ck.source_maps[stage][load][1] == copy.fn.__code__.co_firstlineno + 3
+    hit = compile_it()
+    assert hit.metadata.cache_hit and hit.located_asm == {} and hit.source_maps == ck.source_maps
+    assert hit.metadata.signature == ck.metadata.signature and hit.metadata.options == ck.metadata.options
+    assert hit.metadata.registers == ck.metadata.registers and hit.metadata.compile_times == ck.metadata.times
