@@ -54,7 +54,7 @@ def resolve_signature(fn: tl.KernelFunction, signature, constexprs: Mapping) -> 
     """The Signature of `fn`'s runtime parameters, in parameter order, from text
     ("*fp32,*fp32,i32", one entry per runtime parameter, or per parameter with "constexpr" for
     the constexprs) or a mapping {param: type or "constexpr"}; every runtime parameter needs a type."""
-    runtime = [n for n in fn.arg_names if n not in constexprs]
+    runtime = runtime_parameters(fn, constexprs)
     if signature is None:
         signature = {}
     if isinstance(signature, str):

@@ -14,7 +14,8 @@ from kernellab.language.core import dtype, dtype_from_signature, signature_name
 
 
 class Signature(Mapping):
-    """Ordered {parameter name: tl.dtype} of the runtime (non-constexpr) parameters."""
+    """Ordered {parameter name: tl.dtype} of the runtime (non-constexpr) parameters. It equals
+    another mapping with the same items in the same order, and its own text ("*fp32,i32")."""
 
     __slots__ = ("_types",)
 
