@@ -10,6 +10,12 @@
 
 The compiler (xDSL) loads on first use, so `import kernellab` stays quick and pulls in neither
 Jupyter, torch nor matplotlib.
+
+This module is the public facade: it ranks with the lab, the top of the layers (language, ir,
+frontend, layouts, passes, backends, compiler, testing, runtime, lab; tests/test_layers.py), so
+it may name anything below. It imports the compiler and the runtime eagerly, and `testing`,
+`language` and `lab` only on first access (`kl.lab`) or inside a function (`%load_ext
+kernellab`), so `import kernellab` never loads the lab.
 """
 
 from __future__ import annotations

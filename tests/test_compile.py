@@ -87,6 +87,10 @@ def test_metadata(ck):
     assert len(md["hash"]) == 64
     assert set(md["times"]) == {"frontend", "ttir"}
     assert "add_kernel" in repr(ck) and SIGNATURE in repr(ck) and "BLOCK=128" in repr(ck)
+    # the same facts as typed attributes (Triton style)
+    assert (md.name, md.num_warps, md.options.num_stages, md.target) == ("add_kernel", 4, 3, "interpreter")
+    assert list(md.signature) == ["x_ptr", "y_ptr", "out_ptr", "n"] and md.signature["n"] == tl.int32
+    assert "shared" not in md and md.get("registers") is None  # the interpreter reports no resources
 
 
 def test_hash_depends_on_what_was_compiled(ck):
@@ -106,6 +110,10 @@ def test_signature_spellings_agree(ck):
         constexprs={"BLOCK": 128},
     )
     assert per_param.asm["ttir"] == as_dict.asm["ttir"] == ck.asm["ttir"]
+    for kernel in (per_param, as_dict):  # the dict's order doesn't matter: parameter order does
+        assert str(kernel.metadata.signature) == SIGNATURE
+        assert kernel.arg_names == ["x_ptr", "y_ptr", "out_ptr", "n"]
+        assert kernel.metadata.hash == ck.metadata.hash
 
 
 def test_attrs_become_argument_attributes():

@@ -1,118 +1,69 @@
-"""Backends: each one is an ordered stage dict plus a launcher, looked up by target name.
+"""Backends, looked up by target name in one explicit table.
 
-`compile()` knows nothing about any particular backend: it asks `get_backend(target)` for the
-stages, runs them in order (or from the stage a piece of IR text belongs to) and hands the final
-artifact to the backend's launcher. A new backend is one more `Backend` registered here.
+A backend is a folder (its stages, its launcher) described by a `Backend` (backends/base.py).
+`get_backend(target)` walks `_BACKENDS` in order and returns the first whose `matches` accepts
+the target name; `register_backend` adds one more (a new target, or a test's fake). Nothing is
+registered by importing a module: the table below lists every built-in backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable
+
+# the shared TTIR stage and IR parser are here too: a new backend (or a test's fake) reuses them
+from kernellab.backends.base import INTERPRETER, Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
+from kernellab.backends.nvidia.backend import NVIDIA, is_nvidia_target
+
+Matcher = Callable[[str], bool]
+
+# (accepts the target name?, backend, its targets as the error for an unknown one lists them).
+# None (no target) means "interpreter". `register_backend` adds to _REGISTERED, tried first.
+_BUILT_IN: list[tuple[Matcher, Backend, str]] = [
+    (lambda name: name == "interpreter", INTERPRETER, "'interpreter' (the default)"),
+    (is_nvidia_target, NVIDIA, "'sm_80', 'sm_90', 'sm_90a' or 'cuda' (the visible GPU; sm_90 without one)"),
+]
+
+_REGISTERED: list[tuple[Matcher, Backend, str]] = []
 
 
-@dataclass
-class StageOutput:
-    """What one stage made: the artifact the next stage consumes, its text, and its pass records."""
-
-    artifact: Any
-    text: str | bytes
-    passes: list = field(default_factory=list)
-    metadata: dict = field(default_factory=dict)  # merged into CompiledKernel.metadata
-
-
-# A stage turns the previous stage's artifact (for "ttir": the frontend's module) into the next.
-Stage = Callable[[Any, Any], StageOutput]
-
-
-@dataclass(frozen=True)
-class Backend:
-    """A target: its stages in order, how to parse each stage's text, and how to launch the result.
-
-    `stages()` returns `{name: fn(artifact, options) -> StageOutput}`; `parsers` maps a stage name
-    to `fn(text) -> artifact` (stages that can be resumed from text); `launcher(artifact)` returns
-    an object with `run(args, grid, trace)`.
-
-    Optional: `make_options(target, **fields)` builds the backend's options object (default:
-    compiler.CompileOptions); `resolve_target(name)` canonicalizes a target name ('cuda' →
-    'sm_90'); `lazy_asm` maps an asm key to (source stage, fn(artifact text)) computed on first
-    access (SASS); `disk_cache` says whether compiles are stored on disk (then `restore(asm,
-    metadata)` rebuilds the launchable artifact from a cache entry); `stage_markers` maps a
-    stage to a regex that only its text matches (for resuming from IR text).
-    """
-
-    name: str
-    stages: Callable[[], dict[str, Stage]]
-    parsers: dict[str, Callable[[str], Any]]
-    launcher: Callable[[Any], Any]
-    make_options: Callable[..., Any] | None = None
-    resolve_target: Callable[[str], str] | None = None
-    lazy_asm: dict = field(default_factory=dict)
-    disk_cache: bool = False
-    stage_markers: dict = field(default_factory=dict)
-    restore: Callable[[dict, dict], Any] | None = None  # (asm, metadata) → final artifact
-
-
-def module_stage_output(module, records) -> StageOutput:
-    """The output of a stage whose pass pipeline rewrote `module` in place.
-
-    The last pass record already holds the module's text (the pass manager printed it after
-    that pass), so the stage reuses it instead of printing the module a second time.
-    """
-    records = list(records or [])
-    if records and records[-1].ir_after:
-        text = records[-1].ir_after
+def register_backend(backend: Backend, matches: str | Iterable[str] | Matcher | None = None, hint: str | None = None) -> None:
+    """Make `backend` compile the targets `matches` accepts: a target name, several names, or
+    a predicate on the name (default: the backend's own name). Registered backends are tried
+    before the built-in ones, the latest first, so a registration can take over a target.
+    `hint` describes its targets in the error for an unknown target."""
+    if not isinstance(backend, Backend):
+        raise TypeError(f"register_backend takes a Backend, not {type(backend).__name__}")
+    if matches is None:
+        matches = backend.name
+    if isinstance(matches, str):
+        names = {matches}
+        matcher = names.__contains__
+    elif callable(matches):
+        matcher = matches
     else:
-        from kernellab.ir import print_module
-
-        text = print_module(module)
-    return StageOutput(module, text, records)
-
-
-def _ttir_stage(module, options) -> StageOutput:
-    from kernellab.passes.ttir import make_ttir
-
-    return module_stage_output(module, make_ttir(module, options))  # rewrites it in place
+        names = set(matches)
+        if not names or not all(isinstance(n, str) for n in names):
+            raise TypeError("matches must be a target name, an iterable of names, or a predicate")
+        matcher = names.__contains__
+    _REGISTERED.append((matcher, backend, hint or repr(backend.name)))
 
 
-def _parse_ir(text: str):
-    from kernellab.ir import parse_module
-
-    return parse_module(text)
-
-
-def _interpreter_launcher(module):
-    from kernellab.backends.interpreter import prepare
-
-    return prepare(module)
-
-
-INTERPRETER = Backend(
-    name="interpreter",
-    stages=lambda: {"ttir": _ttir_stage},
-    parsers={"ttir": _parse_ir},
-    launcher=_interpreter_launcher,
-)
-
-_BACKENDS = {"interpreter": INTERPRETER}
-_NVIDIA_HINT = "'sm_80', 'sm_90', 'sm_90a' or 'cuda' (the visible GPU; sm_90 without one)"
+def unregister_backend(backend: Backend) -> None:
+    """Remove every registration of `backend` (a test's fake, once the test is done)."""
+    _REGISTERED[:] = [entry for entry in _REGISTERED if entry[1] is not backend]
 
 
 def get_backend(target: str | None) -> Backend:
     """The backend for `target` (None means the interpreter; 'sm_XY'/'cuda' the NVIDIA one)."""
     name = "interpreter" if target is None else str(target)
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        pass
-    from kernellab.backends.nvidia.backend import NVIDIA, is_nvidia_target
-
-    if is_nvidia_target(name):
-        return NVIDIA
-    raise ValueError(
-        f"unknown target {name!r}; available targets: 'interpreter' (the default), {_NVIDIA_HINT}"
-    )
+    for matches, backend, _ in [*reversed(_REGISTERED), *_BUILT_IN]:
+        if matches(name):
+            return backend
+    hints = [hint for _, _, hint in [*_BUILT_IN, *_REGISTERED]]
+    raise ValueError(f"unknown target {name!r}; available targets: {', '.join(hints)}")
 
 
-__all__ = ["Backend", "StageOutput", "get_backend", "module_stage_output", "INTERPRETER"]
+__all__ = [
+    "Backend", "StageOutput", "get_backend", "register_backend", "unregister_backend",
+    "module_stage_output", "INTERPRETER", "NVIDIA",
+]  # fmt: skip

@@ -13,7 +13,7 @@ import inspect
 import os
 import time
 
-from kernellab.runtime.args import snapshot, writable_array
+from kernellab.backends.arguments import snapshot, writable_array
 from kernellab.runtime.jit import JITFunction, KernelInterface
 
 
@@ -64,7 +64,7 @@ class Autotuner(KernelInterface):
     """Wraps a kernel; on each new tuning key, benchmarks every config and keeps the fastest."""
 
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
-                 restore_value=None, warmup=5, rep=20):  # fmt: skip
+                 restore_value=None, warmup=5, rep=20, do_bench=None):  # fmt: skip
         self.fn = fn
         self.base = _base_jit(fn)
         self.configs = list(configs) or [Config({})]
@@ -76,6 +76,8 @@ class Autotuner(KernelInterface):
         self.top_k = prune.get("top_k")
         self.early_config_prune = prune.get("early_config_prune")
         self.warmup, self.rep = warmup, rep
+        # how a config is timed: do_bench(launch, warmup=ms, rep=ms) -> milliseconds
+        self.do_bench = do_bench or _median_wall_clock
         self.cache: dict[tuple, Config] = {}
         self.best_config: Config | None = None
         self.configs_timings: dict[Config, float] | None = None
@@ -106,9 +108,7 @@ class Autotuner(KernelInterface):
         return configs
 
     def _bench(self, config: Config, args, kwargs, grid, named: dict) -> float:
-        """Median wall-clock ms of launching with `config`, leaving the arrays as they were."""
-        from kernellab.testing import do_bench
-
+        """The time `self.do_bench` gives launching with `config`, leaving the arrays as they were."""
         conflicts = set(config.kwargs) & set(kwargs)
         if conflicts:
             raise ValueError(
@@ -130,7 +130,7 @@ class Autotuner(KernelInterface):
             for name, copy in saved.items():
                 arrays[name][...] = copy
 
-        return do_bench(launch, warmup=self.warmup, rep=self.rep, return_mode="median")
+        return self.do_bench(launch, warmup=self.warmup, rep=self.rep)
 
     def run(self, *args, grid=None, warmup: bool = False, **kwargs):
         named = _named_args(self.base, args, kwargs)
@@ -161,17 +161,24 @@ class Autotuner(KernelInterface):
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
 
+def _median_wall_clock(launch, warmup: float, rep: float) -> float:
+    from kernellab.testing import do_bench
+
+    return do_bench(launch, warmup=warmup, rep=rep, return_mode="median")
+
+
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
-             warmup=5, rep=20):  # fmt: skip
+             warmup=5, rep=20, do_bench=None):  # fmt: skip
     """Decorator: tune `configs` per distinct value of the `key` arguments (and array dtypes).
 
     `warmup` and `rep` are the milliseconds spent per config (small: the interpreter is slow,
     and the timing only has to rank configs). `prune_configs_by` accepts Triton's
-    `perf_model`, `top_k` and `early_config_prune`.
+    `perf_model`, `top_k` and `early_config_prune`. `do_bench(launch, warmup=, rep=)` times one
+    config in milliseconds (default: the median wall-clock time, kernellab.testing.do_bench).
     """
 
     def decorator(fn):
-        return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, warmup, rep)
+        return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, warmup, rep, do_bench)
 
     return decorator
 

@@ -23,9 +23,11 @@ import functools
 import inspect
 from dataclasses import dataclass
 
-from kernellab.compiler import OPTION_NAMES, CompiledKernel, compile
+from kernellab.backends.options import OPTION_NAMES
+from kernellab.compiler import CompiledKernel, compile
 from kernellab.language import core as tl
-from kernellab.runtime.args import (
+from kernellab.language.signature import Signature
+from kernellab.backends.arguments import (
     _HANDLERS,
     FAST_TENSOR,
     TENSOR_TYPES,
@@ -285,19 +287,19 @@ class Binder:
         """Every parameter's value by name: what a grid callable receives."""
         return dict(zip(self.names, bound.values))
 
-    def compile_args(self, bound: Bound) -> tuple[dict, dict, dict]:
+    def compile_args(self, bound: Bound) -> tuple[Signature, dict, dict]:
         """(signature, constexprs, attrs) for `compile`, read off the key."""
-        signature, constexprs, attrs = {}, {}, {}
+        signature, constexprs, attrs = [], {}, {}
         for name, k, value, const in zip(self.names, bound.key, bound.values, self.is_constexpr):
             if const:
                 constexprs[name] = value
             elif k[0] == "constexpr":
                 constexprs[name] = k[1]
             else:
-                signature[name] = k[0]
+                signature.append((name, k[0]))
                 if k[1]:
                     attrs[name] = {"tt.divisibility": 16}
-        return signature, constexprs, attrs
+        return Signature(signature), constexprs, attrs
 
 
 class JITFunction(KernelInterface, tl.KernelFunction):

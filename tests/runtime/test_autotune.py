@@ -1,7 +1,5 @@
 """@kl.autotune, kl.Config and @kl.heuristics: selection, caching, output safety, pruning."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -61,16 +59,26 @@ def test_best_config_is_cached_per_key():
     assert len(kernel.cache) == 3
 
 
-def test_the_fastest_config_wins():
-    def slow(args):
-        time.sleep(0.02)
+@pytest.mark.parametrize("times", [{32: 2.0, 64: 1.0, 128: 3.0}, {32: 1.0, 64: 2.0, 128: 3.0}, {32: 3.0, 64: 2.0, 128: 1.0}])
+def test_the_fastest_config_wins(times):
+    """Timed by a clock that says how long each BLOCK takes: the fastest must be chosen (each
+    config is the fastest in one case, so no fixed choice passes), and the launch uses it."""
+    launched = []  # the BLOCK of each launch, in order (the pre-hook sees every launch)
+    configs = [kl.Config({"BLOCK": b}, pre_hook=lambda args: launched.append(args["BLOCK"])) for b in times]
 
-    configs = [kl.Config({"BLOCK": 32}, pre_hook=slow), kl.Config({"BLOCK": 64})]
-    kernel = kl.autotune(configs, key=["n"], restore_value=["out_ptr"], warmup=1, rep=1)(accumulate_kernel())
+    def clock(launch, warmup, rep):
+        launch()
+        return times[launched[-1]]
+
+    kernel = kl.autotune(configs, key=["n"], restore_value=["out_ptr"], do_bench=clock)(accumulate_kernel())
     x, out = inputs(128)
+    before = out.copy()
     kernel[grid](x, out, 128)
-    assert kernel.best_config is configs[1]
-    assert kernel.configs_timings[configs[0]] > kernel.configs_timings[configs[1]]
+    fastest = min(times, key=times.get)
+    assert kernel.best_config.kwargs["BLOCK"] == fastest
+    assert {c.kwargs["BLOCK"]: t for c, t in kernel.configs_timings.items()} == times
+    assert launched == [*times, fastest]  # each config timed once, then the launch with the winner
+    np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)  # one launch's effect
 
 
 def test_print_autotuning(monkeypatch, capsys):

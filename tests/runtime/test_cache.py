@@ -18,13 +18,13 @@ import pytest
 
 import kernellab as kl
 import kernellab.language as tl
-from kernellab.runtime import cache as disk
+from kernellab.compiler import cache as disk
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 STAMP_BACKEND = '''
 import hashlib
-from kernellab.backends import _BACKENDS, Backend, StageOutput, _parse_ir, _ttir_stage
+from kernellab.backends import Backend, StageOutput, _parse_ir, _ttir_stage, register_backend
 
 
 class Stamp:
@@ -43,11 +43,11 @@ def _stamp_stage(module, options):
     return StageOutput(Stamp(name, data), data, [], metadata={"stamp_bytes": len(data)})
 
 
-_BACKENDS["stamp"] = Backend(
+register_backend(Backend(
     name="stamp", stages=lambda: {"ttir": _ttir_stage, "stamp": _stamp_stage},
     parsers={"ttir": _parse_ir}, launcher=lambda art: art, disk_cache=True,
-    restore=lambda asm, md: Stamp(md["name"], asm["stamp"]),
-)
+    restore=lambda asm, md: Stamp(md.name, asm["stamp"]),
+))
 '''
 exec(STAMP_BACKEND)  # the same backend in this process and in the subprocesses
 

@@ -7,7 +7,7 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.runtime import jit as jit_module
-from kernellab.runtime.args import ArgumentError, flat_buffer, normalize_grid
+from kernellab.backends.arguments import ArgumentError, flat_buffer, normalize_grid
 
 
 @kl.jit
@@ -71,7 +71,7 @@ def test_int_equal_to_one_becomes_a_constexpr_and_leaves_the_runtime_args():
     b = bind(x, 1, 2.5, False, BLOCK=64)
     assert len(b.args) == 3  # x_ptr, scale, flag
     signature, constexprs, attrs = signature_kernel.binder.compile_args(b)
-    assert signature == {"x_ptr": "*fp32", "scale": "fp32", "flag": "i1"}
+    assert list(signature) == ["x_ptr", "scale", "flag"] and str(signature) == "*fp32,fp32,i1"
     assert constexprs == {"n": 1, "BLOCK": 64, "ACT": "none"}
     assert attrs == {"x_ptr": {"tt.divisibility": 16}}
 
@@ -79,7 +79,7 @@ def test_int_equal_to_one_becomes_a_constexpr_and_leaves_the_runtime_args():
 def test_divisible_ints_get_the_divisibility_attribute():
     b = bind(aligned(4, offset_bytes=8), 64, 2.5, True, BLOCK=64, ACT="relu")
     signature, constexprs, attrs = signature_kernel.binder.compile_args(b)
-    assert signature == {"x_ptr": "*fp32", "n": "i32", "scale": "fp32", "flag": "i1"}
+    assert list(signature) == ["x_ptr", "n", "scale", "flag"] and str(signature) == "*fp32,i32,fp32,i1"
     assert constexprs == {"BLOCK": 64, "ACT": "relu"}
     assert attrs == {"n": {"tt.divisibility": 16}}
 
@@ -256,7 +256,7 @@ def test_second_launch_hits_the_memory_cache(monkeypatch):
         copy[(1,)](src, dst, n, BLOCK=128)
         np.testing.assert_array_equal(dst, src)
     assert len(calls) == 2 and len(copy.cache) == 2
-    assert calls[0]["signature"] == {"src": "*fp32", "dst": "*fp32", "n": "i32"}
+    assert list(calls[0]["signature"]) == ["src", "dst", "n"] and str(calls[0]["signature"]) == "*fp32,*fp32,i32"
 
 
 def test_warmup_compiles_without_running():

@@ -17,7 +17,7 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.nvidia import driver
-from kernellab.runtime import args as args_module
+from kernellab.backends import arguments as args_module
 
 try:
     from cuda.bindings.driver import CUresult

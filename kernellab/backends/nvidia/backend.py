@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from kernellab.backends import Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
+from kernellab.backends.base import Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
+from kernellab.backends.metadata import KernelMetadata
+from kernellab.backends.nvidia.header import read_header
+from kernellab.backends.options import CompileOptions
 from kernellab.backends.nvidia.ptx import (
     entry_points,
     max_threads_directive,
@@ -30,15 +34,10 @@ DEFAULT_ARCH = "sm_90"
 
 
 @dataclass(frozen=True)
-class NvidiaOptions:
-    """Compile options of the NVIDIA backend (frozen: part of the cache key)."""
+class NvidiaOptions(CompileOptions):
+    """Compile options of the NVIDIA backend: the shared ones plus the target architecture."""
 
     target: str = DEFAULT_ARCH  # "sm_80", "sm_90", "sm_90a", ...
-    num_warps: int = 4
-    num_stages: int = 3
-    num_ctas: int = 1
-    maxnreg: int | None = None
-    debug: bool = False
 
     def __post_init__(self):
         parse_arch(self.target)
@@ -63,17 +62,16 @@ class NvidiaOptions:
 
 @dataclass
 class CudaArtifact:
-    """What the stages after TTGIR hand on: LLVM IR, PTX, cubin and the launch facts."""
+    """What the stages after TTGIR hand on: LLVM IR, PTX, cubin and the launch facts.
+
+    Between stages `metadata` holds the facts the stages found so far (name, shared, threads,
+    params); the launchable artifact (`restore`) carries the kernel's whole `KernelMetadata`."""
 
     name: str
     llir: str = ""
     ptx: str = ""
     cubin: bytes = b""
-    metadata: dict = field(default_factory=dict)
-
-    @property
-    def params(self) -> list[str]:
-        return self.metadata.get("params", [])
+    metadata: Mapping = field(default_factory=dict)
 
 
 # -- target names ----------------------------------------------------------------------------
@@ -171,9 +169,9 @@ def _cubin_stage(art: CudaArtifact, options) -> StageOutput:
     log = res.pop("log", "")
     md = dict(res)
     md["spills"] = res["spill_stores"] + res["spill_loads"]
-    md["shared_total"] = art.metadata.get("shared", 0) + res["static_shared"]
+    md["shared_total"] = art.metadata["shared"] + res["static_shared"]
     md["sass"] = sass_status()
-    threads = art.metadata.get("threads_per_block", options.threads_per_block)
+    threads = art.metadata["threads_per_block"] or options.threads_per_block  # text without .maxntid
     summary = (
         f"{res['registers']} registers, {md['spills']} bytes spilled, "
         f"{md['shared_total']} bytes shared, {threads} threads"
@@ -189,7 +187,7 @@ def prepare_toolchain(options) -> None:
     the IR stages run (cubin.start_warm_up)."""
     from kernellab.backends.nvidia import cubin
 
-    cubin.start_warm_up(getattr(options, "target", None) or DEFAULT_ARCH)
+    cubin.start_warm_up(options.target)
 
 
 def stages() -> dict:
@@ -197,48 +195,47 @@ def stages() -> dict:
 
 
 # -- resuming from text ----------------------------------------------------------------------
+# Edited LLVM IR or PTX carries kernellab's launch facts in its header (header.py). Text
+# without one (written by hand or by another tool) is read for what LLVM and PTX say
+# themselves: the kernel's name and its thread-count directive; it then uses no dynamic
+# shared memory.
 
-_LLVM_DEFINE = r"define\s+(?:[\w()]+\s+)*?void\s+@\"?([\w.$]+)\"?\s*\("
+_LLVM_KERNEL = re.compile(r"define\s+(?:[\w()]+\s+)*?ptx_kernel\s+void\s+@\"?([\w.$]+)\"?")
+_LLVM_DEFINE = re.compile(r"define\s+(?:[\w()]+\s+)*?void\s+@\"?([\w.$]+)\"?\s*\(")
+_LLVM_THREADS = re.compile(r'"nvvm\.(?:maxntid|reqntid)"="(\d+)|!"(?:maxntidx|reqntidx)",\s*i32\s+(\d+)')
+
+
+def _launch_facts(name: str, threads: int | None, header) -> dict:
+    if header is not None:
+        return {"name": header.name, "shared": header.shared, "threads_per_block": header.threads_per_block}
+    return {"name": name, "shared": 0, "threads_per_block": threads}
 
 
 def _parse_llir(text: str) -> CudaArtifact:
     """LLVM IR text → artifact. The kernel is the `ptx_kernel` function (else the first defined
-    void function); threads per block come from `"nvvm.maxntid"`/`!nvvm.annotations` if present."""
-    kernel = re.search(r"define\s+(?:[\w()]+\s+)*?ptx_kernel\s+void\s+@\"?([\w.$]+)\"?", text)
-    m = kernel or re.search(_LLVM_DEFINE, text)
+    void function); threads per block come from `"nvvm.maxntid"`/`!nvvm.annotations`."""
+    m = _LLVM_KERNEL.search(text) or _LLVM_DEFINE.search(text)
     if not m:
         raise ValueError("no kernel function (`define ptx_kernel void @name(...)`) in the LLVM IR")
-    md = {"name": m.group(1)}
-    nt = re.search(r'"nvvm\.(?:maxntid|reqntid)"="(\d+)', text) or re.search(r'!"(?:maxntidx|reqntidx)",\s*i32\s+(\d+)', text)
-    if nt:
-        md["threads_per_block"] = int(nt.group(1))
-        md["num_warps"] = max(1, int(nt.group(1)) // 32)
-    sh = re.search(r"kernellab\.shared\s*=\s*(\d+)", text)
-    md["shared"] = int(sh.group(1)) if sh else 0
-    return CudaArtifact(m.group(1), llir=text, metadata=md)
+    nt = _LLVM_THREADS.search(text)
+    facts = _launch_facts(m.group(1), int(nt.group(1) or nt.group(2)) if nt else None, read_header(text))
+    return CudaArtifact(facts["name"], llir=text, metadata=facts)
 
 
 def _parse_ptx(text: str) -> CudaArtifact:
     entries = entry_points(text)
     if not entries:
         raise ValueError("no `.entry` kernel in the PTX text")
-    name = next(iter(entries))
-    md = {"name": name, "params": entries[name]}
-    threads = max_threads_directive(text, name)
-    if threads:
-        md["threads_per_block"] = threads
-        md["num_warps"] = max(1, threads // 32)
-    sh = re.search(r"kernellab\.shared\s*=\s*(\d+)", text)
-    md["shared"] = int(sh.group(1)) if sh else 0
-    return CudaArtifact(name, ptx=text, metadata=md)
+    first = next(iter(entries))
+    facts = _launch_facts(first, max_threads_directive(text, first), read_header(text))
+    facts["params"] = entries.get(facts["name"], entries[first])
+    return CudaArtifact(facts["name"], ptx=text, metadata=facts)
 
 
-def restore(asm: dict, metadata: dict) -> CudaArtifact:
-    """The launchable artifact of a cached compile (its asm and metadata)."""
-    return CudaArtifact(
-        metadata["name"], llir=asm.get("llir") or "", ptx=asm.get("ptx") or "",
-        cubin=asm["cubin"], metadata=dict(metadata),
-    )
+def restore(asm: Mapping, metadata: KernelMetadata) -> CudaArtifact:
+    """The launchable artifact of a compiled (or cached) kernel: its asm and its metadata."""
+    return CudaArtifact(metadata.name, llir=asm.get("llir") or "", ptx=asm.get("ptx") or "",
+                        cubin=asm["cubin"], metadata=metadata)  # fmt: skip
 
 
 def _launcher(artifact):
@@ -247,21 +244,19 @@ def _launcher(artifact):
     return CudaLauncher(artifact)
 
 
+def _arguments_of(metadata: KernelMetadata):
+    from kernellab.backends.nvidia.launcher import ptx_signature
+
+    return ptx_signature(metadata.params or [])
+
+
 def _lazy_sass(cubin: bytes):
     from kernellab.backends.nvidia.sass import make_sass
 
     return make_sass(cubin)
 
 
-@dataclass(frozen=True)
-class NvidiaBackend(Backend):
-    """The NVIDIA backend; `prepare(options)` runs before a compile that misses the cache."""
-
-    def prepare(self, options) -> None:
-        prepare_toolchain(options)
-
-
-NVIDIA = NvidiaBackend(
+NVIDIA = Backend(
     name="nvidia",
     stages=stages,
     parsers={"ttir": _parse_ir, "ttgir": _parse_ir, "llir": _parse_llir, "ptx": _parse_ptx},
@@ -271,10 +266,12 @@ NVIDIA = NvidiaBackend(
     lazy_asm={"sass": ("cubin", _lazy_sass)},
     disk_cache=True,
     restore=restore,
+    prepare=lambda options: prepare_toolchain(options),  # looked up per call: tests replace it
+    arguments_of=_arguments_of,
     stage_markers={"ttir": r"\btt\.func\b", "ttgir": r"\bttg\.|#ttg\.", "llir": r"^\s*define\s", "ptx": r"^\s*\.entry\s|^\.version\s"},
 )
 
 __all__ = [
-    "NvidiaOptions", "CudaArtifact", "NVIDIA", "NvidiaBackend", "resolve_target", "is_nvidia_target",
+    "NvidiaOptions", "CudaArtifact", "NVIDIA", "resolve_target", "is_nvidia_target",
     "stages", "prepare_toolchain",
 ]  # fmt: skip

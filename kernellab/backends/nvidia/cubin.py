@@ -237,14 +237,14 @@ def parse_resources(log: str, name: str | None = None) -> dict:
     return res
 
 
-def make_cubin(ptx: str, options=None, name: str | None = None) -> tuple[bytes, dict]:
+def make_cubin(ptx: str, options, name: str | None = None) -> tuple[bytes, dict]:
     """(cubin bytes, resources) for `ptx` on `options.target` (sm_80 / sm_90 / sm_90a).
 
     `resources` holds what `parse_resources` finds plus `log` (nvJitLink's info log) and
     `linker` ('nvjitlink X.Y' or 'cuda.core'). Raises PTXAssemblyError if ptxas fails.
     """
-    arch = parse_arch(getattr(options, "target", None) or "sm_90")[1]
-    maxnreg = getattr(options, "maxnreg", None)
+    arch = parse_arch(options.target)[1]  # options: NvidiaOptions
+    maxnreg = options.maxnreg
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     nj = _load_nvjitlink()
     with _lock:

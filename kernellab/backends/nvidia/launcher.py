@@ -23,7 +23,9 @@ import sys
 import threading
 
 from kernellab.backends.nvidia import driver
-from kernellab.runtime.args import ArgumentError
+from kernellab.backends.arguments import ArgumentError
+from kernellab.backends.metadata import KernelMetadata
+from kernellab.language.signature import Signature
 
 # signature type → struct format of a scalar kernel parameter
 _SIG_FORMAT = {
@@ -125,10 +127,9 @@ def plan_parameters(params: list[str], signature: list[str]) -> tuple[str, list[
     return fmt, offsets, offset, converters, extras
 
 
-def _signature_list(metadata: dict) -> list[str]:
-    sig = metadata.get("signature") or ""
-    entries = [s.strip() for s in sig.split(",") if s.strip()] if isinstance(sig, str) else list(sig)
-    return entries
+def ptx_signature(params: list[str]) -> Signature:
+    """The Signature of a kernel known only by its PTX parameter types (resumed from text)."""
+    return Signature((f"arg{i}", _PTX_SIG.get(p, "u64")) for i, p in enumerate(params))
 
 
 class CudaLauncher:
@@ -139,21 +140,20 @@ class CudaLauncher:
     """
 
     def __init__(self, artifact, arg_names=None):
-        md = artifact.metadata
+        md: KernelMetadata = artifact.metadata
         self.name = artifact.name
         self.cubin = artifact.cubin
         self.metadata = md
         if not self.cubin:
             raise ValueError(f"{self.name}: no cubin to launch (compile through the cubin stage)")
-        params = md.get("params")
+        params = md.params
         if params is None:
             from kernellab.backends.nvidia.ptx import entry_points
 
             params = entry_points(artifact.ptx).get(self.name, [])
-        signature = _signature_list(md)
-        known = all(t.startswith("*") or t in _SIG_FORMAT for t in signature)
-        if not signature or not known or len(signature) > len(params):
-            signature = [_PTX_SIG.get(p, p) for p in params]  # IR resumed from text: PTX types
+        signature = md.signature.spellings()
+        if len(signature) > len(params):  # the text the kernel was resumed from disagrees: PTX types
+            signature = ptx_signature(params).spellings()
         self.signature = signature
         self.nargs = len(self.signature)
         fmt, offsets, total, converters, extras = plan_parameters(params, self.signature)
@@ -169,9 +169,9 @@ class CudaLauncher:
         self._params_address = ctypes.addressof(self._pointers) if params else 0
         self._converters = converters
         self._extras = tuple(extras)
-        self.threads = int(md.get("threads_per_block") or md.get("num_warps", 4) * 32)
-        self.shared = int(md.get("shared", 0) or 0)
-        self.debug = bool(md.get("debug", False))
+        self.threads = md.threads_per_block or md.options.num_warps * 32
+        self.shared = md.shared or 0
+        self.debug = md.options.debug
         self._functions: dict[int, object] = {}
         self._modules: dict[int, object] = {}
         self._lock = threading.Lock()
@@ -193,8 +193,8 @@ class CudaLauncher:
             if device in self._functions:
                 return self._functions[device]
             info = driver.device_info(device)
-            target = self.metadata.get("target", "")
-            if isinstance(target, str) and target.startswith("sm_"):
+            target = self.metadata.target
+            if target.startswith("sm_"):
                 want = int("".join(c for c in target[3:] if c.isdigit()))
                 have = info.capability[0] * 10 + info.capability[1]
                 if want // 10 != have // 10 or want > have:
@@ -433,4 +433,4 @@ _PTX_SIG = {
 }  # fmt: skip
 
 
-__all__ = ["CudaLauncher", "OutOfResources", "plan_parameters"]
+__all__ = ["CudaLauncher", "OutOfResources", "plan_parameters", "ptx_signature"]

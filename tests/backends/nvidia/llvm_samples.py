@@ -101,7 +101,7 @@ entry:
 # dynamic shared memory beyond the default 48 KB: each thread writes its id near the end of a
 # 64 KB buffer, and after a barrier reads its right neighbour's (out[t] = (t + 1) % 128)
 SHARED_64K = """
-; kernellab.shared = 65536
+; kernellab: {"name": "smem_kernel", "num_warps": 4, "shared": 65536}
 @global_smem = external addrspace(3) global [0 x i8], align 16
 
 declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()

@@ -16,7 +16,7 @@ from llvm_samples import SCALE_BIAS, SHARED_64K, VECTOR_ADD
 
 import kernellab as kl
 from kernellab.backends.nvidia import driver
-from kernellab.runtime.args import ArgumentError
+from kernellab.backends.arguments import ArgumentError
 
 pytestmark = [
     pytest.mark.gpu,
@@ -149,7 +149,7 @@ def test_too_much_shared_memory_is_refused_before_launch(torch):
     from kernellab.backends.nvidia.launcher import OutOfResources
 
     limit = driver.device_info(0).max_shared_per_block_optin
-    ck = kl.compile(SHARED_64K.replace("kernellab.shared = 65536", f"kernellab.shared = {limit + 4096}"), target="cuda")
+    ck = kl.compile(SHARED_64K.replace('"shared": 65536', f'"shared": {limit + 4096}'), target="cuda")
     with pytest.raises(OutOfResources, match="Reduce the BLOCK sizes or num_stages"):
         ck[(1,)](torch.empty(128, device="cuda"))
 

@@ -15,7 +15,7 @@ from llvm_samples import SCALE_BIAS, VECTOR_ADD
 import kernellab as kl
 from kernellab.backends.nvidia import driver
 from kernellab.backends.nvidia.launcher import CudaLauncher, OutOfResources, plan_parameters
-from kernellab.runtime.args import ArgumentError
+from kernellab.backends.arguments import ArgumentError
 
 try:
     from cuda.bindings.driver import CUresult
@@ -255,9 +255,12 @@ def test_no_driver_is_detected_without_crashing():
 
 
 def _artifact(shared=0, num_warps=4):
+    from kernellab.backends.metadata import KernelMetadata
     from kernellab.backends.nvidia.backend import CudaArtifact
+    from kernellab.language.signature import Signature
 
-    return CudaArtifact("k", cubin=b"\x7fELF fake", metadata={
-        "params": ["u64", "u32"], "signature": "*fp32,i32", "shared": shared,
-        "threads_per_block": num_warps * 32, "target": "sm_90",
-    })  # fmt: skip
+    metadata = KernelMetadata(
+        name="k", target="sm_90", signature=Signature.parse("*fp32,i32"), params=["u64", "u32"],
+        shared=shared, threads_per_block=num_warps * 32,
+    )
+    return CudaArtifact("k", cubin=b"\x7fELF fake", metadata=metadata)

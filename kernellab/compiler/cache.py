@@ -57,9 +57,7 @@ def toolchain_fingerprint() -> str:
     Computed once per process (about a millisecond: one stat per file)."""
     global _fingerprint
     if _fingerprint is None:
-        import kernellab
-
-        root = os.path.dirname(os.path.abspath(kernellab.__file__))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the kernellab folder
         parts: list[str] = []
         stack = [("", root)]
         while stack:

@@ -1,0 +1,31 @@
+"""Compile options: one base every target shares, which each target's options type extends.
+
+Options are frozen (they are part of the cache key). A target adds its own fields and checks by
+deriving from `CompileOptions` (backends/nvidia/backend.py: `NvidiaOptions` adds `target`), so a
+field exists once and every target reads the shared ones by the same name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Options every backend sees. The interpreter records them; GPU backends act on them."""
+
+    num_warps: int = 4
+    num_stages: int = 3
+    num_ctas: int = 1
+    maxnreg: int | None = None
+    debug: bool = False
+
+    def as_dict(self) -> dict:
+        """{field: value}, the base fields first (what metadata shows)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# The launch options a kernel call or kl.compile(...) accepts by keyword.
+OPTION_NAMES = frozenset(f.name for f in fields(CompileOptions))
+
+__all__ = ["CompileOptions", "OPTION_NAMES"]
