@@ -556,15 +556,15 @@ def _parse_bench(text: str) -> tuple[str, str]:
 
 
 def _size(x) -> int:
-    from kernellab.testing import _to_float64  # host copy: CUDA tensors too
+    from kernellab.testing.compare import host_float64  # host copy: CUDA tensors too
 
-    return int(_to_float64(x).size)
+    return int(host_float64(x).size)
 
 
 def _max_error(actual, expected) -> float:
-    from kernellab.testing import _to_float64
+    from kernellab.testing.compare import host_float64
 
-    a, e = _to_float64(actual), _to_float64(expected)
+    a, e = host_float64(actual), host_float64(expected)
     with np.errstate(invalid="ignore"):
         diff = np.abs(a - e)
     diff = diff[np.isfinite(diff)]
