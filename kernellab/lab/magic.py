@@ -32,7 +32,9 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 import kernellab as kl
 import kernellab.language as tl
-from kernellab.lab.bundle import IR_STAGES, KernelView, compile_for_view
+from kernellab.lab.bundle import IR_STAGES
+from kernellab.lab.compiling import compile_for_view
+from kernellab.lab.kernel_view import KernelView
 
 TARGETS = ("sm_90", "sm_80", "interpreter", "auto")
 _CACHE_SIZE = 64

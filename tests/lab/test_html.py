@@ -10,6 +10,7 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.lab import bundle as B
+from kernellab.lab.occupancy import occupancy
 
 pytest.importorskip("pygments")
 
@@ -152,7 +153,7 @@ def _minimal() -> dict:
         "metadata": {"name": "k", "signature": "", "constexprs": {}, "num_warps": 4,
                      "threads_per_block": 128, "target": "sm_90", "registers": 40, "spills": 0,
                      "shared": 2048,
-                     "occupancy": B.occupancy("sm_90", 4, registers=40, shared=2048)},
+                     "occupancy": occupancy("sm_90", 4, registers=40, shared=2048)},
         "timings": {"stages": {}, "total": 0.0, "cache_hit": True},
     }  # fmt: skip
 
