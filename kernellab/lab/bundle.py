@@ -217,7 +217,7 @@ def plain_text(data: dict) -> str:
 
 def build_bundle(view: ViewInput | object, **kwargs) -> dict:
     """{MIME: json payload, "text/html": viewer, "text/plain": summary} for a compiled kernel."""
-    from kernellab.lab.html import render
+    from kernellab.lab.viewer import render
 
     if not isinstance(view, ViewInput):
         view = ViewInput(view, **kwargs)
