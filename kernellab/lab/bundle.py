@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from kernellab.lab.line_maps import SourceLines
-from kernellab.lab.occupancy import resources
+from kernellab.lab.kernel_resources import resources
 
 SCHEMA_VERSION = 1
 MIME = "application/vnd.kernellab.compile+json"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import kernellab as kl
 import kernellab.language as tl
 from kernellab.lab import bundle as B
 from kernellab.lab import compiling, kernel_view, line_maps
-from kernellab.lab.occupancy import occupancy, resources
+from kernellab.lab.kernel_resources import occupancy, resources
 
 pytest.importorskip("pygments")
 
@@ -274,7 +275,8 @@ def test_view_and_show_for_jit_kernels(capsys):
         fresh_kernel, signature="*fp16,i32", constexprs={"BLOCK": 32}, target="interpreter"
     )
     assert compiled.data["metadata"]["signature"] == "*fp16,i32"
-    assert kernel_view.view(compiled.input.ck, stages="ttir").data["stages"][0]["name"] == "source"
+    only_ttir = kernel_view.view(compiled.input.ck, stages="ttir").data["stages"]
+    assert [s["name"] for s in only_ttir] == ["source", "ttir"]
     kl.lab.show(fresh_kernel)  # no IPython running: prints the text summary
     assert "fresh_kernel" in capsys.readouterr().out
     with pytest.raises(TypeError):
@@ -286,6 +288,12 @@ def test_bundle_has_three_mime_types(ck):
     assert set(bundle) == {B.MIME, "text/html", "text/plain"}
     assert bundle[B.MIME]["name"] == "scale_kernel"
     assert "tt.load" in bundle["text/plain"] and "scale_kernel" in bundle["text/plain"]
+    # the text/html shows the panels of this very payload: one section per stage, then the rest
+    html = bundle["text/html"]
+    panels = re.findall(r'data-kl-panel="([a-z]+)"', html)
+    stages = [s["name"] for s in bundle[B.MIME]["stages"]]
+    assert panels == stages + ["passes", "resources", "timings"]
+    assert 'data-kl-viewer="1"' in html
 
 
 def test_ttir_mapping_when_the_module_is_a_later_stage(ck):

@@ -12,7 +12,7 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.lab import bundle as B
-from kernellab.lab.occupancy import occupancy
+from kernellab.lab.kernel_resources import occupancy
 
 pytest.importorskip("pygments")
 
