@@ -251,8 +251,8 @@ try {
       await summary.click(); // open by default: close it, then open it again below
     }
     await summary.click();
-    assert.ok(await pick.evaluate(n => n.open && n.classList.contains('kl-active')));
-    assert.equal(await viewer.locator('.kl-pass.kl-active').count(), 1);
+    assert.ok(await pick.evaluate(n => n.open && n.classList.contains('kl-current')));
+    assert.equal(await viewer.locator('.kl-pass.kl-current').count(), 1);
     const diff = pick.locator('.kl-diff');
     await diff.waitFor({ timeout: 10000 });
     assert.equal(await diff.locator('thead th').count(), 2);

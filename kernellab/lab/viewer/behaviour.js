@@ -8,7 +8,7 @@
  *   tabs         one per [data-kl-panel] section (the source pane moves beside the selected stage)
  *   line links   hover a line: its source line and every line made from it light up; click pins
  *   diff folds   long unchanged stretches of a pass diff fold behind a "⋯ N unchanged lines" button
- *   passes       a filter for the passes that changed the IR; the open pass is marked active
+ *   passes       a filter for the passes that changed the IR; the pass opened last is kl-current
  *   copy/download  for every pane whose head carries data-kl-filename
  *
  * `options.styles` (class → inline CSS) is for pages without the extension's stylesheet: the
@@ -146,12 +146,12 @@ export function attachViewer(root, options) {
   const passes = all(root, 'details.kl-pass');
   const firstOpen = passes.find(pass => pass.open);
   if (firstOpen) {
-    mark(firstOpen, 'kl-active', true);
+    mark(firstOpen, 'kl-current', true);
   }
   passes.forEach(pass => {
     pass.addEventListener('toggle', () => {
       if (pass.open) {
-        passes.forEach(other => mark(other, 'kl-active', other === pass));
+        passes.forEach(other => mark(other, 'kl-current', other === pass));
         onShow(pass);
       }
     });

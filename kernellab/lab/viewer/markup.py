@@ -113,7 +113,6 @@ STYLES = {
     "kl-done": "background:#dafbe1",
     "kl-pass-filter": f"display:block;color:{MUTED};margin:2px 0 4px 0",
     "kl-unfold": f"font:inherit;border:none;background:transparent;color:{MUTED};cursor:pointer",
-    "kl-has-links": "",
     "kl-linked": "background-color:#fff5b1",
     "kl-hover": "background-color:#ffdf5d",
     "kl-selected": "background-color:#ddf4ff;box-shadow:inset 3px 0 0 #0969da",
@@ -122,8 +121,7 @@ STYLES = {
 SCRIPT_STYLES = {
     k: STYLES[k]
     for k in ("kl-tabbar", "kl-tab", "kl-active", "kl-tools", "kl-button", "kl-done",
-              "kl-pass-filter", "kl-unfold", "kl-linked", "kl-hover", "kl-selected", "kl-line",
-              "kl-diff-code", "kl-diff-ln", "kl-removed", "kl-added")
+              "kl-pass-filter", "kl-unfold", "kl-linked", "kl-hover", "kl-selected")
 }  # fmt: skip
 
 
