@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = ROOT / "extension"
 OUTPUT = ROOT / "kernellab" / "labextension"
 TARGETS = [OUTPUT / "package.json", OUTPUT / "static" / "style.js", OUTPUT / "install.json"]
-INPUTS = ["src", "style", "package.json", "yarn.lock", "tsconfig.json", ".yarnrc.yml"]
+# the extension bundles the behaviour script the static HTML inlines (kernellab/lab/viewer)
+INPUTS = ["src", "style", "package.json", "yarn.lock", "tsconfig.json", ".yarnrc.yml",
+          "../kernellab/lab/viewer/behaviour.js"]  # fmt: skip
 MODE = OUTPUT / ".build-mode"  # "prod" (minified, for wheels) or "dev" (source maps)
 
 

@@ -107,7 +107,7 @@ def test_do_bench_device_choice():
     assert ms >= 0 and calls
     with pytest.raises(ValueError, match="device"):
         testing.do_bench(lambda: None, device="tpu")
-    assert not testing._cuda_in_use() or "torch" in sys.modules
+    assert not testing.timing.cuda_in_use() or "torch" in sys.modules
 
 
 def test_plotting_stays_lazy():
@@ -138,9 +138,9 @@ def test_show_figure_sends_a_png_in_a_notebook_and_closes_the_figure(monkeypatch
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
-    monkeypatch.setattr(testing, "_in_notebook", lambda: True)
+    monkeypatch.setattr(testing.progress, "in_notebook", lambda: True)
     plt, fig = _figure_from_pyplot()
-    testing._show_figure(fig)
+    testing.plots.show_figure(fig)
     ((data, raw),) = shown
     assert (
         raw and data["image/png"].startswith(b"\x89PNG") and data["text/plain"] == "<figure demo>"
@@ -154,9 +154,9 @@ def test_show_figure_shows_nothing_in_a_terminal(monkeypatch):
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append(a))
-    monkeypatch.setattr(testing, "_in_notebook", lambda: False)
+    monkeypatch.setattr(testing.progress, "in_notebook", lambda: False)
     plt, fig = _figure_from_pyplot()
-    testing._show_figure(fig)
+    testing.plots.show_figure(fig)
     assert shown == [] and plt.fignum_exists(fig.number)
     plt.close(fig)
 
@@ -171,4 +171,4 @@ def test_notebook_means_an_ipython_kernel(monkeypatch):
         (SimpleNamespace(kernel=object()), True),  # Jupyter, VS Code, Colab
     ]:
         monkeypatch.setattr(IPython, "get_ipython", lambda shell=shell: shell)
-        assert testing._in_notebook() is expected
+        assert testing.progress.in_notebook() is expected

@@ -6,6 +6,12 @@
 import type { Language } from '@codemirror/language';
 import { highlightTree, type Highlighter } from '@lezer/highlight';
 
+/** How the viewer finds a CodeMirror language by name ('mlir', 'python', ...). */
+export interface IHighlighting {
+  language(name: string): Promise<Language | null>;
+  highlighter: Highlighter;
+}
+
 /** A token range [from, to) with the CSS classes the highlighter gave it. */
 export interface IToken {
   from: number;
@@ -83,6 +89,37 @@ export function renderSegments(el: HTMLElement, segments: [string, string][]): v
       el.appendChild(span);
     } else {
       el.appendChild(document.createTextNode(text));
+    }
+  }
+}
+
+/**
+ * Highlight, in CodeMirror's theme colours, the code in `container` not highlighted yet: each
+ * code block (`.kl-code`, one `.kl-text` per line) and each column of each pass diff
+ * (`.kl-diff`), in the language their `data-kl-language` names.
+ */
+export async function highlightCode(container: HTMLElement, highlighting: IHighlighting | null): Promise<void> {
+  if (!highlighting) {
+    return;
+  }
+  const blocks = Array.from(container.querySelectorAll<HTMLElement>('[data-kl-language]:not(.kl-highlighted)'));
+  for (const block of blocks) {
+    block.classList.add('kl-highlighted');
+    const language = await highlighting.language(block.getAttribute('data-kl-language') ?? '');
+    if (!language) {
+      continue;
+    }
+    const columns = block.classList.contains('kl-diff')
+      ? ['td.kl-left.kl-diff-code:not(.kl-diff-blank)', 'td.kl-right.kl-diff-code:not(.kl-diff-blank)']
+      : ['.kl-line .kl-text'];
+    for (const selector of columns) {
+      const cells = Array.from(block.querySelectorAll<HTMLElement>(selector));
+      const text = cells.map(cell => cell.textContent ?? '').join('\n');
+      const segments = segmentLines(text, tokenize(text, language, highlighting.highlighter));
+      cells.forEach((cell, i) => {
+        cell.textContent = '';
+        renderSegments(cell, segments[i] ?? []);
+      });
     }
   }
 }

@@ -22,7 +22,8 @@ import { StyleModule } from 'style-mod';
 import { MIME_TYPE } from './bundle';
 import { kernelMagicExtension } from './kernelcell';
 import { LANGUAGES } from './languages';
-import { KernelViewer, type IHighlighting } from './viewer';
+import { type IHighlighting } from './highlight';
+import { KernelViewer } from './renderer';
 
 export { MIME_TYPE } from './bundle';
 

@@ -82,7 +82,7 @@ const sourceRows = viewer.locator('.kl-pane-source .kl-line');
 /** Click a stage tab and wait for its pane. */
 async function openTab(id) {
   await viewer.locator(`.kl-tab[data-tab="${id}"]`).click();
-  await viewer.locator(`.kl-panel[data-panel="${id}"]`).waitFor({ state: 'visible' });
+  await viewer.locator(`.kl-panel[data-kl-panel="${id}"]`).waitFor({ state: 'visible' });
 }
 
 try {
@@ -153,8 +153,16 @@ try {
       return Object.keys(cell.model.outputs.get(0).data);
     });
     assert.ok(keys.includes(MIME) && keys.includes('text/html'), `output data: ${keys}`);
-    assert.equal(await cell.locator('.jp-OutputArea [data-kl-panel]').count(), 0, 'the fallback rendered');
+    assert.equal(await cell.locator('.jp-OutputArea .kl-fallback').count(), 0, 'the fallback rendered');
     assert.equal(await cell.locator('.jp-RenderedHTMLCommon').count(), 0, 'an HTML output rendered');
+    // the panels are the bundle's own markup, sanitized: no script, no inline style but the
+    // bar widths the behaviour script sets, and the behaviour script attached to them
+    assert.equal(await viewer.locator('[data-kl-panel="ttir"]').count(), 1);
+    assert.equal(await viewer.locator('script').count(), 0);
+    const styled = await viewer.locator('[style]').evaluateAll(ns => ns.map(n => n.className));
+    assert.ok(styled.every(c => c === 'kl-bar-fill'), `inline styles left on: ${styled.join(', ')}`);
+    assert.equal(await viewer.getAttribute('data-kl-ready'), '1');
+    assert.equal(await viewer.locator('.kl-header .kl-download-json').count(), 1);
     assert.match(await viewer.locator('.kl-name').textContent(), /add_kernel/);
   });
 
@@ -167,8 +175,9 @@ try {
     const text = await irPane.locator('.kl-code').textContent();
     assert.match(text, /tt\.load/);
     assert.match(text, /tt\.store/);
-    const op = irPane.locator('.kl-text span', { hasText: /^tt\.load$/ }).first();
-    await op.waitFor();
+    // CodeMirror's token spans carry classes (the markup's own spans lost their styles)
+    const op = irPane.locator('.kl-text span[class]', { hasText: /^tt\.load$/ }).first();
+    await op.waitFor({ timeout: 10000 });
     assert.ok((await op.getAttribute('class'))?.length, 'tt.load is not highlighted');
   });
 
@@ -232,43 +241,68 @@ try {
   await step('the pass list opens a side-by-side diff', async () => {
     await openTab('passes');
     const passes = viewer.locator('.kl-pass');
-    assert.ok((await passes.count()) >= 1, 'no passes listed');
+    assert.ok((await passes.count()) >= 2, 'fewer than two passes listed');
     const changed = viewer.locator('.kl-pass.kl-changed');
-    const pick = (await changed.count()) > 0 ? changed.first() : passes.nth(1);
-    await pick.click();
-    assert.ok(await pick.evaluate(n => n.classList.contains('kl-active')));
-    const diff = viewer.locator('.kl-passes .kl-diff');
+    assert.ok((await changed.count()) >= 1, 'no pass changed the IR');
+    // a changed pass with a pass before it (the first pass has nothing to diff against)
+    const pick = viewer.locator('.kl-pass.kl-changed:not([data-index="0"])').first();
+    const summary = pick.locator('summary');
+    if (await pick.evaluate(n => n.open)) {
+      await summary.click(); // open by default: close it, then open it again below
+    }
+    await summary.click();
+    assert.ok(await pick.evaluate(n => n.open && n.classList.contains('kl-current')));
+    assert.equal(await viewer.locator('.kl-pass.kl-current').count(), 1);
+    const diff = pick.locator('.kl-diff');
     await diff.waitFor({ timeout: 10000 });
     assert.equal(await diff.locator('thead th').count(), 2);
-    const rows = await diff.locator('tr.kl-diff-row, tr.kl-diff-fold').count();
-    assert.ok(rows > 0, 'the diff is empty');
-    if ((await changed.count()) > 0) {
-      const edits = await diff.locator('tr.kl-diff-change, tr.kl-diff-insert, tr.kl-diff-delete').count();
-      assert.ok(edits > 0, 'a pass that changed the IR shows no changed line');
+    const edits = await diff.locator('tr.kl-diff-change, tr.kl-diff-insert, tr.kl-diff-delete').count();
+    assert.ok(edits > 0, 'a pass that changed the IR shows no changed line');
+    const unfold = pick.locator('.kl-unfold');
+    if ((await unfold.count()) > 0) {
+      const before = await diff.locator('tr.kl-diff-row:visible').count();
+      await unfold.first().click();
+      const after = await diff.locator('tr.kl-diff-row:visible').count();
+      assert.ok(after > before, `unfolding showed no rows (${before} → ${after})`);
     }
+    const right = diff.locator('td.kl-right.kl-diff-code:visible span[class]').first();
+    await right.waitFor({ timeout: 10000 }); // the diff is highlighted too
     await viewer.screenshot({ path: path.join(artifacts, 'kernel-viewer-passes.png') });
   });
 
   await step('resources and timings panels', async () => {
     await openTab('resources');
-    const res = await viewer.locator('.kl-panel[data-panel="resources"]').textContent();
-    assert.match(res, /threads \/ block/);
+    const res = await viewer.locator('.kl-panel[data-kl-panel="resources"]').textContent();
+    assert.match(res, /Threads per block/);
     assert.match(res, /128/);
     await openTab('timings');
-    const tim = await viewer.locator('.kl-panel[data-panel="timings"]').textContent();
+    const tim = await viewer.locator('.kl-panel[data-kl-panel="timings"]').textContent();
     assert.match(tim, /total/);
     assert.match(tim, /ttir/);
   });
 
   if (exportedHtml) {
-    await step('nbconvert HTML export shows the text/html fallback', async () => {
+    await step('nbconvert HTML export: the same panels, with the same behaviour script', async () => {
       const exported = await context.newPage();
+      exported.on('pageerror', err => consoleErrors.push(`nbconvert page: ${err}`));
       await exported.goto(pathToFileURL(path.resolve(exportedHtml)).href);
-      const panel = exported.locator('[data-kl-panel="ttir"]').first();
-      await panel.waitFor({ state: 'attached', timeout: 20000 });
+      const root = exported.locator('.kl-viewer[data-kl-ready="1"]').first();
+      await root.waitFor({ state: 'attached', timeout: 20000 });
+      assert.equal(await root.locator('.kl-download-json').count(), 0, 'the extension rendered it');
+      const panel = root.locator('[data-kl-panel="ttir"]');
       assert.match(await panel.textContent(), /tt\.load/);
-      assert.equal(await exported.locator('.kl-viewer').count(), 0);
-      await exported.screenshot({ path: path.join(artifacts, 'nbconvert-fallback.png'), fullPage: true });
+      // tabs, and the source beside the selected stage, as in the extension
+      await root.locator('.kl-tab[data-tab="ttir"]').click();
+      await panel.waitFor({ state: 'visible' });
+      const row = panel.locator('.kl-pane-source .kl-line', { hasText: 'x = tl.load(x_ptr' });
+      await row.hover();
+      const linked = panel.locator('.kl-pane-ir .kl-line.kl-linked');
+      const texts = await linked.allTextContents();
+      assert.ok(texts.some(t => t.includes('tt.load')), `lit lines: ${texts.join(' | ')}`);
+      assert.ok(texts.every(t => !t.includes('tt.store')), 'a line of another statement lit');
+      const lit = await linked.first().evaluate(n => getComputedStyle(n).backgroundColor);
+      assert.notEqual(lit, 'rgba(0, 0, 0, 0)', 'a linked line has no background on the static page');
+      await exported.screenshot({ path: path.join(artifacts, 'nbconvert-viewer.png'), fullPage: true });
       await exported.close();
     });
   }

@@ -16,9 +16,9 @@ from pathlib import Path
 
 # public name → module defining it (names of other lab modules are found by `_find` if absent)
 _LAZY = {
-    "show": "kernellab.lab.bundle",
-    "view": "kernellab.lab.bundle",
-    "KernelView": "kernellab.lab.bundle",
+    "show": "kernellab.lab.kernel_view",
+    "view": "kernellab.lab.kernel_view",
+    "KernelView": "kernellab.lab.kernel_view",
     "build_bundle": "kernellab.lab.bundle",
     "KernelMagics": "kernellab.lab.magic",
     "layout": "kernellab.lab.widgets",

@@ -32,7 +32,9 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 import kernellab as kl
 import kernellab.language as tl
-from kernellab.lab.bundle import IR_STAGES, KernelView, compile_for_view
+from kernellab.lab.bundle import IR_STAGES
+from kernellab.lab.compiling import compile_for_view
+from kernellab.lab.kernel_view import KernelView
 
 TARGETS = ("sm_90", "sm_80", "interpreter", "auto")
 _CACHE_SIZE = 64
@@ -75,12 +77,10 @@ def parse_keywords(text: str, namespace: dict, what: str) -> dict:
     text = (text or "").strip()
     if not text:
         return {}
-    try:
-        call = ast.parse(f"f({text})", mode="eval").body
-    except SyntaxError:
-        raise UsageError(
-            f"{what} {text!r}: write NAME=VALUE pairs separated by commas, e.g. BLOCK=1024,NUM_WARPS=4"
-        ) from None
+    call = _parse_expression(
+        f"f({text})",
+        f"{what} {text!r}: write NAME=VALUE pairs separated by commas, e.g. BLOCK=1024,NUM_WARPS=4",
+    )
     if call.args or not isinstance(call, ast.Call) or any(k.arg is None for k in call.keywords):
         raise UsageError(f"{what} {text!r}: every entry must be NAME=VALUE")
     values = {}
@@ -97,13 +97,18 @@ def parse_keywords(text: str, namespace: dict, what: str) -> dict:
 
 def _split_names(text: str) -> list[str]:
     """`x, y, out, n` → expressions (commas inside brackets don't split)."""
-    try:
-        node = ast.parse(f"({text},)", mode="eval").body
-    except SyntaxError:
-        raise UsageError(
-            f"--args {text!r}: give names (or expressions) separated by commas"
-        ) from None
+    node = _parse_expression(
+        f"({text},)", f"--args {text!r}: give names (or expressions) separated by commas"
+    )
     return [ast.unparse(e) for e in node.elts]
+
+
+def _parse_expression(source: str, usage: str) -> ast.expr:
+    """`source` as a Python expression, or a UsageError that says how to write the option."""
+    try:
+        return ast.parse(source, mode="eval").body
+    except SyntaxError:
+        raise UsageError(usage) from None
 
 
 def _evaluate(expr: str, namespace: dict, what: str, extra: dict | None = None):
@@ -556,15 +561,15 @@ def _parse_bench(text: str) -> tuple[str, str]:
 
 
 def _size(x) -> int:
-    from kernellab.testing import _to_float64  # host copy: CUDA tensors too
+    from kernellab.testing.compare import host_float64  # host copy: CUDA tensors too
 
-    return int(_to_float64(x).size)
+    return int(host_float64(x).size)
 
 
 def _max_error(actual, expected) -> float:
-    from kernellab.testing import _to_float64
+    from kernellab.testing.compare import host_float64
 
-    a, e = _to_float64(actual), _to_float64(expected)
+    a, e = host_float64(actual), host_float64(expected)
     with np.errstate(invalid="ignore"):
         diff = np.abs(a - e)
     diff = diff[np.isfinite(diff)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.lab import bundle as B
+from kernellab.lab import compiling, kernel_view, line_maps
+from kernellab.lab.kernel_resources import occupancy, resources
 
 pytest.importorskip("pygments")
 
@@ -102,9 +105,9 @@ def test_mapping_ignores_other_files_and_strips_locations():
         '  tt.return loc("/k.py":9:0)\n'
         '} loc(unknown)\n'
     )  # fmt: skip
-    assert B.mlir_lines(located, "/k.py") == [None, 7, None, 9, None]
-    assert "loc(" not in B.strip_locations(located)
-    assert B.strip_locations(located).splitlines()[1] == "  %0 = tt.get_program_id x : i32"
+    assert line_maps.mlir_lines(located, "/k.py") == [None, 7, None, 9, None]
+    assert "loc(" not in line_maps.strip_locations(located)
+    assert line_maps.strip_locations(located).splitlines()[1] == "  %0 = tt.get_program_id x : i32"
 
 
 def test_llvm_lines_from_dbg_metadata():
@@ -123,7 +126,7 @@ def test_llvm_lines_from_dbg_metadata():
         "!9 = !DILocation(line: 6, column: 4, scope: !3)",
         "!10 = !DILocation(line: 2, column: 4, scope: !4)",
     ])  # fmt: skip
-    lines = B.llvm_lines(llir, "/src/k.py")
+    lines = line_maps.llvm_lines(llir, "/src/k.py")
     assert lines[:6] == [None, 5, 6, None, None, None]
     assert all(v is None for v in lines[6:])
 
@@ -149,7 +152,7 @@ def test_ptx_lines_from_loc_directives():
         "  ret;",
         "}",
     ])  # fmt: skip
-    lines = B.ptx_lines(ptx, "/src/k.py")
+    lines = line_maps.ptx_lines(ptx, "/src/k.py")
     text = ptx.splitlines()
     assert lines[text.index("  ld.global.f32 %f1, [%rd1];")] == 5
     assert lines[text.index("  ld.param.u64 %rd1, [k_param_0];")] == 5
@@ -169,34 +172,34 @@ def test_sass_lines_from_nvdisasm_line_info():
         '\t//## File "/src/k.py", line 7',
         "        /*0030*/                   STG.E [R4.64], R3 ;",
     ])  # fmt: skip
-    assert B.sass_lines(sass, "/src/k.py") == [None, None, 5, 5, None, None, None, 7]
+    assert line_maps.sass_lines(sass, "/src/k.py") == [None, None, 5, 5, None, None, None, 7]
 
 
 def test_stages_without_location_info_map_to_none():
-    assert B.ptx_lines(".version 8.0\n{\n  ret;\n}", "/k.py") == [None, None, None, None]
-    assert B.llvm_lines("define void @k() {\n  ret void\n}", "/k.py") == [None, None, None]
-    assert B.sass_lines("        /*0000*/ EXIT ;", "/k.py") == [None]
+    assert line_maps.ptx_lines(".version 8.0\n{\n  ret;\n}", "/k.py") == [None, None, None, None]
+    assert line_maps.llvm_lines("define void @k() {\n  ret void\n}", "/k.py") == [None, None, None]
+    assert line_maps.sass_lines("        /*0000*/ EXIT ;", "/k.py") == [None]
 
 
 def test_occupancy_estimates():
-    full = B.occupancy("sm_90", num_warps=4, registers=32, shared=0)
+    full = occupancy("sm_90", num_warps=4, registers=32, shared=0)
     assert (
         full["occupancy"] == 1.0 and full["blocks_per_sm"] == 16 and full["limited_by"] == "warps"
     )
-    regs = B.occupancy("sm_90", num_warps=4, registers=128)
+    regs = occupancy("sm_90", num_warps=4, registers=128)
     assert regs["warps_per_sm"] == 16 and regs["limited_by"] == "registers"
     assert regs["occupancy"] == pytest.approx(0.25)
-    smem = B.occupancy("sm_90", num_warps=8, registers=32, shared=100 * 1024)
+    smem = occupancy("sm_90", num_warps=8, registers=32, shared=100 * 1024)
     assert smem["blocks_per_sm"] == 2 and smem["limited_by"] == "shared memory"
     # the A100 has less shared memory per SM than the H100
-    a100 = B.occupancy("sm_80", num_warps=8, registers=32, shared=80 * 1024)
-    h100 = B.occupancy("sm_90", num_warps=8, registers=32, shared=80 * 1024)
+    a100 = occupancy("sm_80", num_warps=8, registers=32, shared=80 * 1024)
+    h100 = occupancy("sm_90", num_warps=8, registers=32, shared=80 * 1024)
     assert a100["blocks_per_sm"] == 2 and h100["blocks_per_sm"] == 2
-    assert B.occupancy("sm_80", num_warps=8, shared=60 * 1024)["blocks_per_sm"] == 2
-    assert B.occupancy("sm_90", num_warps=8, shared=60 * 1024)["blocks_per_sm"] == 3
-    assert B.occupancy("sm_90", num_warps=4, shared=300 * 1024)["blocks_per_sm"] == 0
-    assert B.occupancy("interpreter", num_warps=4) is None
-    assert B.occupancy("sm_90", num_warps=4)["registers_known"] is False
+    assert occupancy("sm_80", num_warps=8, shared=60 * 1024)["blocks_per_sm"] == 2
+    assert occupancy("sm_90", num_warps=8, shared=60 * 1024)["blocks_per_sm"] == 3
+    assert occupancy("sm_90", num_warps=4, shared=300 * 1024)["blocks_per_sm"] == 0
+    assert occupancy("interpreter", num_warps=4) is None
+    assert occupancy("sm_90", num_warps=4)["registers_known"] is False
 
 
 def test_resources_read_gpu_metadata(ck):
@@ -204,7 +207,7 @@ def test_resources_read_gpu_metadata(ck):
         name = "k"
         metadata = {"target": "sm_80", "num_warps": 8, "registers": 64, "spills": 0, "shared": 4096}
 
-    res = B.resources(Fake())
+    res = resources(Fake())
     assert res["registers"] == 64 and res["shared"] == 4096 and res["threads_per_block"] == 256
     assert res["occupancy"]["device"].startswith("A100")
     assert res["occupancy"]["warps_per_sm"] == 32 and res["occupancy"]["limited_by"] == "registers"
@@ -219,15 +222,15 @@ def test_compile_for_view_falls_back_to_ttir_with_a_note(monkeypatch):
         return real(fn, target=target, **kwargs)
 
     monkeypatch.setattr(kl, "compile", broken)
-    monkeypatch.setattr(B, "nvidia_available", lambda: True)
-    ck, notes = B.compile_for_view(
+    monkeypatch.setattr(compiling, "nvidia_available", lambda: True)
+    ck, notes = compiling.compile_for_view(
         scale_kernel, signature=SIG, constexprs={"BLOCK": 64}, target="sm_90"
     )
     assert ck.metadata["target"] == "interpreter" and "ttir" in ck.asm
     assert len(notes) == 1 and "tt.frobnicate" in notes[0] and "sm_90" in notes[0]
 
-    monkeypatch.setattr(B, "nvidia_available", lambda: False)
-    ck, notes = B.compile_for_view(scale_kernel, signature=SIG, constexprs={"BLOCK": 64})
+    monkeypatch.setattr(compiling, "nvidia_available", lambda: False)
+    ck, notes = compiling.compile_for_view(scale_kernel, signature=SIG, constexprs={"BLOCK": 64})
     assert ck.metadata["target"] == "interpreter" and "NVIDIA backend" in notes[0]
 
 
@@ -237,13 +240,13 @@ def test_compile_for_view_never_swallows_kernel_errors():
         tl.store(x_ptr + tl.arange(0, 3), 1.0)
 
     with pytest.raises(kl.CompilationError):
-        B.compile_for_view(broken, signature="*fp32", constexprs={"BLOCK": 4})
+        compiling.compile_for_view(broken, signature="*fp32", constexprs={"BLOCK": 4})
 
 
 def test_whatever_stages_exist_are_shown():
     """With the NVIDIA backend, every text stage appears (mapped where it can be); without it,
     TTIR alone, with a note that says why."""
-    ck, notes = B.compile_for_view(scale_kernel, signature=SIG, constexprs={"BLOCK": 128})
+    ck, notes = compiling.compile_for_view(scale_kernel, signature=SIG, constexprs={"BLOCK": 128})
     data = B.compile_data(B.ViewInput(ck, fn=scale_kernel, notes=notes))
     names = [s["name"] for s in data["stages"]]
     text_stages = [s for s in ck.asm if s in B.STAGE_LANGUAGES and isinstance(ck.asm[s], str)]
@@ -262,28 +265,35 @@ def test_view_and_show_for_jit_kernels(capsys):
         tl.store(x_ptr + offs, offs.to(tl.float32) + 1.0, mask=offs < n)
 
     with pytest.raises(TypeError, match="not been compiled"):
-        B.view(fresh_kernel)
+        kernel_view.view(fresh_kernel)
     out = np.full(50, np.nan, dtype=np.float32)
     fresh_kernel[(1,)](out, 50, BLOCK=64)
     np.testing.assert_array_equal(out, np.arange(50) + 1.0)
-    v = B.view(fresh_kernel)
+    v = kernel_view.view(fresh_kernel)
     assert v.data["name"] == "fresh_kernel" and v.data["timings"]["cache_hit"] is True
-    compiled = B.view(
+    compiled = kernel_view.view(
         fresh_kernel, signature="*fp16,i32", constexprs={"BLOCK": 32}, target="interpreter"
     )
     assert compiled.data["metadata"]["signature"] == "*fp16,i32"
-    assert B.view(compiled.input.ck, stages="ttir").data["stages"][0]["name"] == "source"
+    only_ttir = kernel_view.view(compiled.input.ck, stages="ttir").data["stages"]
+    assert [s["name"] for s in only_ttir] == ["source", "ttir"]
     kl.lab.show(fresh_kernel)  # no IPython running: prints the text summary
     assert "fresh_kernel" in capsys.readouterr().out
     with pytest.raises(TypeError):
-        B.view(42)
+        kernel_view.view(42)
 
 
 def test_bundle_has_three_mime_types(ck):
-    bundle = B.KernelView(ck, fn=scale_kernel)._repr_mimebundle_()
+    bundle = kernel_view.KernelView(ck, fn=scale_kernel)._repr_mimebundle_()
     assert set(bundle) == {B.MIME, "text/html", "text/plain"}
     assert bundle[B.MIME]["name"] == "scale_kernel"
     assert "tt.load" in bundle["text/plain"] and "scale_kernel" in bundle["text/plain"]
+    # the text/html shows the panels of this very payload: one section per stage, then the rest
+    html = bundle["text/html"]
+    panels = re.findall(r'data-kl-panel="([a-z]+)"', html)
+    stages = [s["name"] for s in bundle[B.MIME]["stages"]]
+    assert panels == stages + ["passes", "resources", "timings"]
+    assert 'data-kl-viewer="1"' in html
 
 
 def test_ttir_mapping_when_the_module_is_a_later_stage(ck):
@@ -331,8 +341,8 @@ def test_compile_for_view_keeps_the_stages_that_compiled(monkeypatch):
 
     backend = _backend_failing_at_ptx("ptxas fatal: unresolved extern function 'frobnicate'")
     monkeypatch.setattr(compiler, "get_backend", lambda target: backend)
-    monkeypatch.setattr(B, "nvidia_available", lambda: True)
-    ck, notes = B.compile_for_view(
+    monkeypatch.setattr(compiling, "nvidia_available", lambda: True)
+    ck, notes = compiling.compile_for_view(
         scale_kernel, signature=SIG, constexprs={"BLOCK": 64}, target="sm_90"
     )
     assert list(ck.asm) == ["ttir", "llir"] and ck.metadata["failed_stage"] == "ptx"
@@ -371,7 +381,7 @@ def test_pass_stage_uses_the_record_and_else_reads_the_ir():
 
 
 def test_gpu_compile_labels_llvm_and_ptxas_passes(monkeypatch, tmp_path):
-    if not B.nvidia_available():
+    if not compiling.nvidia_available():
         pytest.skip("the NVIDIA backend is not in this build")
     monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
     ck = kl.compile(
@@ -385,5 +395,5 @@ def test_gpu_compile_labels_llvm_and_ptxas_passes(monkeypatch, tmp_path):
         and stages["inline"] == "ttir"
     )
     assert "ttgir" in stages.values()
-    html = B.view(ck).bundle["text/html"]
+    html = kernel_view.view(ck).bundle["text/html"]
     assert "llvm-O3+nvptx</span> <span" in html and "[ptx]" in html and "[cubin]" in html

@@ -1,7 +1,9 @@
-"""The viewer's text/html (inline styles, tabs, line links, no-script fallback) and the lexers."""
+"""The viewer's text/html (classes with their inline styles, panels, line links, side-by-side
+pass diffs, the no-script reading) and the lexers."""
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 
@@ -10,12 +12,15 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.lab import bundle as B
+from kernellab.lab.kernel_resources import occupancy
 
 pytest.importorskip("pygments")
 
 from pygments.token import Comment, Error, Keyword, Name
 
-from kernellab.lab.html import highlight_lines, render
+from kernellab.lab.viewer import highlight_lines, render
+from kernellab.lab.viewer.markup import SCRIPT_STYLES, STYLES
+from kernellab.lab.viewer.passes import fold_unchanged, side_by_side
 from kernellab.lab.lexers import MlirLexer, SassLexer, lexer_for
 
 
@@ -51,7 +56,7 @@ class Outline(HTMLParser):
     def __init__(self):
         super().__init__()
         self.tags, self.styles, self.text, self.panels = [], [], [], []
-        self.src_lines = []
+        self.src_lines, self.titles, self.elements = [], [], []
         self._skip = 0
 
     def handle_starttag(self, tag, attrs):
@@ -59,8 +64,10 @@ class Outline(HTMLParser):
         self.tags.append(tag)
         if "style" in attrs:
             self.styles.append(attrs["style"])
+        self.elements.append((tag, attrs))
         if "data-kl-panel" in attrs:
             self.panels.append(attrs["data-kl-panel"])
+            self.titles.append(attrs["data-kl-title"])
         if "data-src-line" in attrs:
             self.src_lines.append(int(attrs["data-src-line"]))
         if tag == "script":
@@ -85,21 +92,25 @@ def without_script(html: str) -> str:
     return re.sub(r"<script\b.*?</script>", "", html, flags=re.DOTALL)
 
 
-def test_inline_styles_only(html):
+def test_every_class_carries_its_style_inline(html):
+    """The extension styles the classes; pages without a stylesheet get the same look inline."""
     o = outline(html)
     assert "style" not in o.tags and "link" not in o.tags
-    assert 'class="' not in re.sub(
-        r'class="kernellab-viewer"', "", html
-    )  # colours never depend on classes
-    assert len(o.styles) > 100 and any("color" in s for s in o.styles)
     assert o.tags.count("script") == 1
+    styled = [(tag, attrs) for tag, attrs in o.elements if attrs.get("class")]
+    assert len(styled) > 100
+    for tag, attrs in styled:
+        for cls in attrs["class"].split():
+            assert cls.startswith("kl-"), (tag, cls)
+            if STYLES.get(cls):
+                assert STYLES[cls] in attrs.get("style", ""), (tag, cls)
+    assert any("color" in s for s in o.styles)
 
 
-def test_tabs_present_as_panels(html, data):
+def test_panels_in_order_with_their_titles(html, data):
     o = outline(html)
     assert o.panels == ["source", "ttir", "passes", "resources", "timings"]
-    for title in ("Source", "TTIR", "Passes", "Resources", "Timings"):
-        assert f'data-kl-title="{title}"' in html
+    assert o.titles == ["Source", "TTIR", f"Passes ({len(data['passes'])})", "Resources", "Timings"]
 
 
 def test_lines_carry_source_lines(html, data):
@@ -133,13 +144,14 @@ def test_no_script_fallback_is_readable(html, data):
 
 
 def test_script_is_scoped_to_its_viewer(html):
-    viewer_id = re.search(r'<div id="(kl-[0-9a-f]+)"', html).group(1)
+    viewer_id = re.search(r'<div class="kl-viewer"[^>]* id="(kl-[0-9a-f]+)"', html).group(1)
     script = re.search(r"<script>(.*?)</script>", html, re.DOTALL).group(1)
-    assert f'getElementById("{viewer_id}")' in script
+    assert f'attachViewer(document.getElementById("{viewer_id}"), ' in script
+    assert "export " not in script  # a classic script: behaviour.js's export is dropped
+    assert "</" not in script  # nothing in it can close the script element early
+    assert json.dumps({"styles": SCRIPT_STYLES}) in script
     assert "data-src-line" in script
-    assert render.__module__ and render({**_minimal(), "name": "k"}) != render(
-        {**_minimal(), "name": "k"}
-    )
+    assert render(_minimal()) != render(_minimal())  # every viewer gets its own id
 
 
 def _minimal() -> dict:
@@ -152,7 +164,7 @@ def _minimal() -> dict:
         "metadata": {"name": "k", "signature": "", "constexprs": {}, "num_warps": 4,
                      "threads_per_block": 128, "target": "sm_90", "registers": 40, "spills": 0,
                      "shared": 2048,
-                     "occupancy": B.occupancy("sm_90", 4, registers=40, shared=2048)},
+                     "occupancy": occupancy("sm_90", 4, registers=40, shared=2048)},
         "timings": {"stages": {}, "total": 0.0, "cache_hit": True},
     }  # fmt: skip
 
@@ -164,13 +176,77 @@ def test_resources_panel_shows_occupancy_for_gpu_targets():
     assert "cache hit" in text
 
 
-def test_passes_show_diffs(data):
-    changed = [p for p in data["passes"] if p["changed"]]
-    assert changed, "the softmax kernel's TTIR passes change something"
-    html = render(data)
-    assert html.count("<details") >= len(data["passes"])
-    assert "Diff against the previous pass" in html
-    assert "@@" in "".join(outline(html).text)  # unified diff hunks
+class DiffTables(HTMLParser):
+    """Per pass (details data-index): the text of its left and right diff columns, row kinds."""
+
+    def __init__(self):
+        super().__init__()
+        self.passes, self.pass_index, self.cell, self.open = {}, None, None, []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
+        if tag == "details" and "kl-pass" in classes:
+            self.pass_index = int(attrs["data-index"])
+            self.passes[self.pass_index] = {"left": [], "right": [], "kinds": [], "folds": []}
+            if "open" in attrs:
+                self.open.append(self.pass_index)
+        elif tag == "tr" and "kl-diff-row" in classes:
+            self.passes[self.pass_index]["kinds"].append(classes[-1].removeprefix("kl-diff-"))
+        elif tag == "tbody" and "kl-diff-fold" in classes:
+            self.passes[self.pass_index]["folds"].append(int(attrs["data-kl-fold"]))
+        elif tag == "td" and "kl-diff-code" in classes and "kl-diff-blank" not in classes:
+            self.cell = ("left" if "kl-left" in classes else "right", [])
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self.cell is not None:
+            side, parts = self.cell
+            self.passes[self.pass_index][side].append("".join(parts))
+            self.cell = None
+
+    def handle_data(self, text):
+        if self.cell is not None:
+            self.cell[1].append(text)
+
+
+def test_passes_show_side_by_side_diffs_of_the_ir(data):
+    """Each changed pass: the left column is the IR before it, line for line, the right column
+    the IR after it; the first changed pass is open."""
+    passes = data["passes"]
+    assert any(p["changed"] for p in passes), "the softmax kernel's TTIR passes change something"
+    parser = DiffTables()
+    parser.feed(render(data))
+    assert sorted(parser.passes) == list(range(len(passes)))
+    assert parser.open == [next(i for i, p in enumerate(passes) if p["changed"])]
+    diffs = 0
+    for i in range(1, len(passes)):
+        before, after, shown = passes[i - 1]["ir"], passes[i]["ir"], parser.passes[i]
+        if before == after:
+            assert not shown["kinds"]
+            continue
+        diffs += 1
+        assert shown["left"] == before.splitlines() and shown["right"] == after.splitlines()
+        assert {"change", "insert", "delete"} & set(shown["kinds"])
+    assert diffs == sum(p["changed"] for p in passes[1:])
+
+
+def test_side_by_side_pairs_changed_lines_and_keeps_both_texts():
+    a = ["a", "b", "c", "d", "e"]
+    b = ["a", "B", "c", "e", "f", "g"]
+    rows = side_by_side(a, b)
+    assert [r[0] for r in rows] == ["equal", "change", "equal", "delete", "equal", "insert", "insert"]
+    assert rows[1] == ("change", (1, "b"), (1, "B"))
+    assert [r[1][1] for r in rows if r[1]] == a and [r[2][1] for r in rows if r[2]] == b
+    assert side_by_side([], ["x"]) == [("insert", None, (0, "x"))]
+
+
+def test_folding_keeps_context_next_to_changes():
+    rows = side_by_side([str(i) for i in range(30)], [str(i) for i in range(30)][:15] + ["x"] + [str(i) for i in range(15, 30)])
+    stretches = fold_unchanged(rows, context=3, min_fold=4)
+    assert [(folded, len(r)) for folded, r in stretches] == [(True, 12), (False, 7), (True, 12)]
+    assert sum(len(r) for _, r in stretches) == len(rows)  # nothing lost
+    short = side_by_side(list("abcdefgh"), list("abcXefgh"))
+    assert all(not folded for folded, _ in fold_unchanged(short))  # too short to fold
 
 
 SAMPLE_TTGIR = """#blocked = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>

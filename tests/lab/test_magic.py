@@ -328,7 +328,7 @@ def test_a_failing_later_stage_shows_the_stages_that_compiled(ip, monkeypatch):
 
     from kernellab import compiler
     from kernellab.backends import INTERPRETER, StageOutput, _ttir_stage
-    from kernellab.lab import bundle
+    from kernellab.lab import compiling
     from kernellab.passes.manager import PassRecord
 
     llir_text = "; ModuleID = 'fake'\ndefine void @add_partial() {\n  ret void\n}\n"
@@ -343,7 +343,7 @@ def test_a_failing_later_stage_shows_the_stages_that_compiled(ip, monkeypatch):
         INTERPRETER, name="fake", stages=lambda: {"ttir": _ttir_stage, "llir": llir, "ptx": ptx}
     )
     monkeypatch.setattr(compiler, "get_backend", lambda target: fake)
-    monkeypatch.setattr(bundle, "nvidia_available", lambda: True)
+    monkeypatch.setattr(compiling, "nvidia_available", lambda: True)
     cell = ADD.format(
         flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=64 --target sm_90', name="add_partial", op="+"
     )

@@ -39,7 +39,7 @@ CELL_TIMEOUT = 180  # seconds; every cell takes a few at most on two cores
 
 
 def nvidia_available() -> bool:
-    from kernellab.lab.bundle import nvidia_available as available
+    from kernellab.lab.compiling import nvidia_available as available
 
     return available()
 
