@@ -263,7 +263,7 @@ def test_a_failing_first_stage_has_nothing_partial(monkeypatch):
 def test_gpu_stages_label_their_passes_and_keep_them_when_ptxas_fails(monkeypatch, tmp_path):
     """With the NVIDIA backend (no GPU needed): llvm-O3+nvptx ran in the ptx stage, ptxas in the
     cubin stage; when the cubin stage fails, every stage through PTX is still there."""
-    from kernellab.lab.bundle import nvidia_available
+    from kernellab.lab.compiling import nvidia_available
 
     if not nvidia_available():
         pytest.skip("the NVIDIA backend is not in this build")

@@ -2,9 +2,10 @@
 
 Every module under kernellab/ is parsed (never imported). An import of a higher layer fails the
 test wherever it is written, at module level or inside a function; a cycle fails it when it is
-made of module-level imports (those run on import; a function-level import runs later, so it
-may point back within its own layer). Relative imports are resolved; `from pkg import name`
-counts as an import of the module `pkg.name` when that is a module, else of `pkg`.
+made of module-level imports (those run on import; a function-level import, or one under
+`if TYPE_CHECKING:`, runs later or never, so it may point back within its own layer). Relative
+imports are resolved; `from pkg import name` counts as an import of the module `pkg.name` when
+that is a module, else of `pkg`.
 """
 
 from __future__ import annotations
@@ -77,6 +78,13 @@ def known(name: str) -> str | None:
     return None
 
 
+def _runs_later(node) -> bool:
+    """A function body runs after the import; an `if TYPE_CHECKING:` block never runs."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return True
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
 def imports(module: str, path: str):
     """(line, imported kernellab module, at module level?) for each import in the file."""
     tree = ast.parse(open(path).read(), path)
@@ -85,7 +93,7 @@ def imports(module: str, path: str):
 
     def visit(node, top: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            inner = top and not _runs_later(child)
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     found.append((child.lineno, alias.name, inner))

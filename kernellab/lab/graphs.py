@@ -404,7 +404,7 @@ def pipeline_graph(ck, show_unchanged: bool = True):
         raise TypeError(
             f"pipeline_graph takes a CompiledKernel (kl.compile(...)), not {type(ck).__name__}"
         )
-    metadata = getattr(ck, "metadata", None) or {}
+    metadata = ck.metadata
     times = dict(metadata.get("times", {}))
     cached = bool(metadata.get("cache_hit")) and "compile_times" in metadata
     if cached:  # loaded from the disk cache: show the times of the compile that filled it

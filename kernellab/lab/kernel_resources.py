@@ -65,32 +65,21 @@ def occupancy(target: str, num_warps: int, registers: int | None = None, shared:
     }
 
 
-def _first(md, *names):
-    for name in names:
-        value = md.get(name)
-        if value is not None:
-            return value
-    return None
-
-
 def resources(ck) -> dict:
     """Registers, spills, shared memory, threads and (for GPU targets) an occupancy estimate."""
     md = ck.metadata
-    num_warps = int(md.get("num_warps") or 4)
-    target = str(md.get("target", ""))
-    registers = _first(md, "registers", "num_regs", "n_regs", "regs")
-    spills = _first(md, "spills", "n_spills", "spill_bytes", "spill_stores")
-    shared = _first(md, "shared", "shared_memory", "shared_bytes", "smem")
-    threads = _first(md, "threads_per_block", "num_threads") or num_warps * 32
+    num_warps = md.options.num_warps
+    target = md.target
+    registers, shared = md.registers, md.shared
     out = {
         "target": target,
         "registers": registers,
-        "spills": spills,
+        "spills": md.spills,
         "shared": shared,
-        "threads_per_block": threads,
+        "threads_per_block": md.threads_per_block or num_warps * 32,
         "num_warps": num_warps,
-        "num_stages": md.get("num_stages"),
-        "num_ctas": md.get("num_ctas"),
+        "num_stages": md.options.num_stages,
+        "num_ctas": md.options.num_ctas,
     }
     occ = occupancy(target, num_warps, registers, shared)
     if occ is not None:

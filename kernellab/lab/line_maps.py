@@ -205,11 +205,7 @@ class SourceLines:
 
 def _compiler_source_maps(ck) -> dict[str, dict]:
     """The compiler's own per-stage maps (line → (file, line)), where it keeps them."""
-    try:
-        maps = getattr(ck, "source_maps", None) or {}
-        return {k: v for k, v in maps.items() if isinstance(v, dict)}
-    except Exception:
-        return {}
+    return dict(ck.source_maps)
 
 
 def _lines_from_map(mapping: dict, filename: str | None, n: int) -> list[int | None]:
@@ -225,9 +221,8 @@ def _located_mlir_texts(ck, fn) -> dict[str, str]:
     from kernellab.ir import print_module
 
     out: dict[str, str] = {}
-    for stage, text in (getattr(ck, "located_asm", None) or {}).items():
-        out[stage] = text
-    module = getattr(ck, "module", None)
+    out.update(ck.located_asm)
+    module = ck.module
     if module is not None:
         try:
             located = print_module(module, locations=True)

@@ -362,13 +362,12 @@ class KernelMagics(Magics):
         """The --args values by parameter name (constexprs filled in from --constexprs)."""
         exprs = _split_names(text)
         values = [_evaluate(e, ns, "--args") for e in exprs]
+        from kernellab.compiler.specialization import match_parameters, runtime_parameters
+
         params = list(jit.arg_names)
-        runtime = [p for p in params if p not in jit.constexpr_names and p not in constexprs]
-        if len(values) == len(params):
-            by_name = dict(zip(params, values))
-        elif len(values) == len(runtime):
-            by_name = dict(zip(runtime, values))
-        else:
+        runtime = runtime_parameters(jit, constexprs)
+        by_name = match_parameters(params, runtime, values)
+        if by_name is None:
             raise UsageError(
                 f"--args gives {len(values)} values; {jit.__name__} takes {len(runtime)} "
                 f"({', '.join(runtime)}) besides its constexprs, or {len(params)} with them"
@@ -390,7 +389,7 @@ class KernelMagics(Magics):
 
     def _infer(self, jit, values: list, constexprs: dict):
         """(signature, constexprs, attrs) a launch with these values would compile, via the binder."""
-        from kernellab.runtime.args import ArgumentError
+        from kernellab.backends.arguments import ArgumentError
 
         try:
             bound = jit.binder.bind((), values)
@@ -400,7 +399,7 @@ class KernelMagics(Magics):
         return signature, consts, attrs or None
 
     def _check_signature(self, jit, signature, constexprs: dict) -> None:
-        from kernellab.compiler import _resolve_constexprs, _resolve_signature
+        from kernellab.compiler.specialization import resolve_constexprs, resolve_signature
 
         params = jit.signature.parameters
         missing = [
@@ -413,8 +412,8 @@ class KernelMagics(Magics):
                 f"{jit.__name__}: give the tl.constexpr values with --constexprs {example}"
             )
         try:
-            consts = _resolve_constexprs(jit, constexprs)
-            _resolve_signature(jit, signature, consts)
+            consts = resolve_constexprs(jit, constexprs)
+            resolve_signature(jit, signature, consts)
         except (TypeError, ValueError) as e:
             raise UsageError(str(e)) from None
 

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from kernellab.runtime.args import as_numpy
+from kernellab.backends.arguments import as_numpy
 
 
 def torch_to_host(t) -> np.ndarray:

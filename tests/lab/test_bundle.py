@@ -203,9 +203,13 @@ def test_occupancy_estimates():
 
 
 def test_resources_read_gpu_metadata(ck):
+    from kernellab.backends.metadata import KernelMetadata
+    from kernellab.backends.nvidia.backend import NvidiaOptions
+
     class Fake:
         name = "k"
-        metadata = {"target": "sm_80", "num_warps": 8, "registers": 64, "spills": 0, "shared": 4096}
+        metadata = KernelMetadata(name="k", target="sm_80", options=NvidiaOptions(target="sm_80", num_warps=8),
+                                  registers=64, spills=0, shared=4096)  # fmt: skip
 
     res = resources(Fake())
     assert res["registers"] == 64 and res["shared"] == 4096 and res["threads_per_block"] == 256
@@ -305,6 +309,8 @@ def test_ttir_mapping_when_the_module_is_a_later_stage(ck):
         metadata = ck.metadata
         passes = []
         module = None
+        located_asm: dict = {}
+        source_maps: dict = {}
 
     with_fn = B.compile_data(B.ViewInput(LaterStage(), fn=scale_kernel))
     ttir = next(s for s in with_fn["stages"] if s["name"] == "ttir")

@@ -211,7 +211,7 @@ def run_traced(kernel, grid, *args, **meta):
     """
     from kernellab.backends.interpreter import AccessTrace
     from kernellab.backends.interpreter.errors import InterpreterError
-    from kernellab.runtime.args import normalize_grid
+    from kernellab.backends.arguments import normalize_grid
 
     args = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
     trace = AccessTrace()
