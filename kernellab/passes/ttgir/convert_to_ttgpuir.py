@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import arith, tt, ttg
 from kernellab.passes.rewrite import Rewrites
+from kernellab.passes.structured import StructuredWalk
 from kernellab.passes.ttgir.encodings import convert_before, default_blocked, permuted, retyped
 
 NAME = "convert_to_ttgpuir"
@@ -45,7 +46,7 @@ def run(
     return rewrites
 
 
-class _Converter:
+class _Converter(StructuredWalk):
     def __init__(self, num_warps: int, threads_per_warp: int, rewrites: Rewrites):
         self.num_warps = num_warps
         self.threads_per_warp = threads_per_warp
@@ -73,10 +74,6 @@ class _Converter:
         if isinstance(ret, tt.ReturnOp):
             self.match(ret, outputs)
 
-    def block(self, block: Block) -> None:
-        for op in list(block.ops):
-            self.op(op)
-
     def match(self, op: Operation, types) -> None:
         """Convert `op`'s operands to `types` (same shapes, maybe other layouts)."""
         for i, (value, t) in enumerate(zip(op.operands, types)):
@@ -85,13 +82,7 @@ class _Converter:
                 if op.operands[i] is not value:
                     self.rewrites.note("insert-convert")
 
-    def op(self, op: Operation) -> None:
-        if isinstance(op, scf.ForOp):
-            return self.for_op(op)
-        if isinstance(op, scf.IfOp):
-            return self.if_op(op)
-        if isinstance(op, scf.WhileOp):
-            return self.while_op(op)
+    def other(self, op: Operation) -> None:
         if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
             return self.constant(op)
         for region in op.regions:  # reduce/scan combine regions: scalars only

@@ -32,17 +32,13 @@ from xdsl.rewriter import Rewriter
 from kernellab.ir import arith, tt, ttg
 from kernellab.passes import dce
 from kernellab.passes.rewrite import Rewrites, apply_to_each, pattern
-from kernellab.passes.ttgir.encodings import permuted
+from kernellab.passes.ttgir.encodings import is_elementwise, permuted
 
 NAME = "remove_layout_conversions"
 
 MAX_DUPLICATED = 32  # ops recomputed for one conversion that stay alive in both layouts
 MAX_REMATERIALIZED = 1024  # ops recomputed for one conversion (the others die)
 
-_ELEMENTWISE_TT = (
-    tt.AddPtrOp, tt.IntToPtrOp, tt.PtrToIntOp, tt.BitcastOp, tt.FpToFpOp, tt.MulhiUIOp,
-    tt.PreciseSqrtOp, tt.PreciseDivFOp, tt.ClampFOp,
-)  # fmt: skip
 _SOURCES = (arith.ConstantOp, tt.MakeRangeOp, tt.SplatOp)
 
 
@@ -64,12 +60,6 @@ def _converts(module: ModuleOp) -> list[ttg.ConvertLayoutOp]:
     return [op for op in module.walk() if isinstance(op, ttg.ConvertLayoutOp)]
 
 
-def _elementwise(op: Operation) -> bool:
-    return (
-        op.name.startswith(("arith.", "math.")) and not isinstance(op, arith.ConstantOp)
-    ) or isinstance(op, _ELEMENTWISE_TT)
-
-
 def _distributed(encoding: Attribute | None) -> bool:
     if isinstance(encoding, ttg.SliceEncodingAttr):
         return _distributed(encoding.parent)
@@ -86,7 +76,7 @@ def _layout(value: SSAValue) -> Attribute | None:
 def _result_layout(op: Operation, layout: Attribute) -> Attribute | None:
     """Layout of `op`'s tensor results when its tensor operands are in `layout` (None: the op
     cannot follow its operands)."""
-    if _elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
+    if is_elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
         return layout
     if isinstance(op, tt.ExpandDimsOp):
         if isinstance(layout, ttg.SliceEncodingAttr) and layout.dim == op.axis.value.data:
@@ -99,7 +89,7 @@ def _result_layout(op: Operation, layout: Attribute) -> Attribute | None:
 
 def _operand_layout(op: Operation, layout: Attribute) -> Attribute | None:
     """Layout `op`'s tensor operands need for its result to be in `layout` (None: unknown)."""
-    if _elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
+    if is_elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
         return layout
     if isinstance(op, tt.ExpandDimsOp):
         return ttg.SliceEncodingAttr(op.axis.value.data, layout)
