@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kernellab.ir import print_module
-
 
 class Pass(Protocol):
     NAME: str  # optional: STAGE, the stage whose IR the pass leaves (see PassRecord.stage)
@@ -60,6 +58,13 @@ class PassError(Exception):
         self.pass_name = pass_name
 
 
+def _print_module(module) -> str:
+    # imported here: a cached compile loads the backend (and this module) but never xDSL
+    from kernellab.ir import print_module
+
+    return print_module(module)
+
+
 def _verify_module(module) -> None:
     module.verify()
 
@@ -73,7 +78,7 @@ class PassManager:
         passes: Sequence[Pass],
         trace: bool = True,
         verify: bool = False,
-        printer: Callable[[Any], str] = print_module,
+        printer: Callable[[Any], str] = _print_module,
         verifier: Callable[[Any], None] | None = _verify_module,
     ):
         self.passes = list(passes)

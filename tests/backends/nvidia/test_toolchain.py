@@ -230,3 +230,14 @@ def test_a_compile_records_the_llvm_passes_between_the_lowering_and_ptxas():
     verify = next(r for r in ck.passes if r.name == "llvm-verify")
     assert not verify.changed and verify.ir_after == ck.asm["llir"]  # shared, not printed
     assert next(r for r in ck.passes if r.name == "nvptx-codegen").ir_after == ck.asm["ptx"]
+
+
+def test_loading_the_backend_for_a_cached_kernel_imports_no_compiler():
+    """A disk-cache hit loads the backend (ptx.py and the pass manager's types with it) but
+    never xDSL: the compiler is imported only when something is compiled."""
+    import subprocess
+    import sys
+
+    probe = "import kernellab.backends.nvidia.backend, sys; print('xdsl' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
