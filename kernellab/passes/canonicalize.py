@@ -4,7 +4,8 @@ Every rewrite must preserve the value bit for bit. For integers that allows the 
 identities; for floats only the exact ones: `x + -0.0`, `x - 0.0`, `x * 1.0`, `x / 1.0` are x,
 but `x + 0.0` is not (-0.0 + 0.0 is +0.0) and `x * 0.0` is not 0 (NaN, inf, -0.0).
 Folded constants take the location of the op they replace, so the lab still maps them to source.
-Ops left without users are not removed here: that is `dce`'s job.
+Ops left without users are not removed here: that is `dce`'s job. Each rule is a named pattern
+of the rewrite engine, so the pass's record counts what fired.
 """
 
 from __future__ import annotations
@@ -12,33 +13,26 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects import scf
 from xdsl.ir import Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
 from kernellab.ir import arith, tt
 from kernellab.passes.folding import constant_of, fold, materialize, splat_of
+from kernellab.passes.rewrite import Rewrites, pattern, rewrite_greedily
 
 NAME = "canonicalize"
 
 _SHAPE_OPS = (tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)
 
 
-def run(module) -> bool:
-    return PatternRewriteWalker(_Canonicalize()).rewrite_module(module)
+def run(module) -> Rewrites:
+    return rewrite_greedily(module, PATTERNS)
 
 
-class _Canonicalize(RewritePattern):
-    """Fold, else apply the op's rule: it returns a new op, an existing value or a number."""
+def _simplifying(rule):
+    """The pattern of an identity rule: it returns a new op, an existing value or a number."""
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if op.name in _CONTROL_FLOW:
-            _CONTROL_FLOW[op.name](op, rewriter)
-            return
-        if _fold_constants(op, rewriter):
-            return
-        rule = _RULES.get(op.name)
-        if rule is None:
-            return
+    def apply(op: Operation, rewriter: PatternRewriter) -> None:
         result = rule(op)
         if isinstance(result, Operation):
             result.location = op.location
@@ -48,6 +42,8 @@ class _Canonicalize(RewritePattern):
         elif result is not None:
             _replace_with_constant(op, np.asarray(result), rewriter)
 
+    return apply
+
 
 def _replace_with_constant(op: Operation, value: np.ndarray, rewriter: PatternRewriter) -> None:
     constant = materialize(value, op.results[0].type)
@@ -55,17 +51,15 @@ def _replace_with_constant(op: Operation, value: np.ndarray, rewriter: PatternRe
     rewriter.replace(op, constant)
 
 
-def _fold_constants(op: Operation, rewriter: PatternRewriter) -> bool:
+def _fold_constants(op: Operation, rewriter: PatternRewriter) -> None:
     if not op.operands or isinstance(op, arith.ConstantOp):
-        return False
+        return
     args = [constant_of(v) for v in op.operands]
     if any(a is None for a in args):
-        return False
+        return
     value = fold(op, args)
-    if value is None:
-        return False
-    _replace_with_constant(op, value, rewriter)
-    return True
+    if value is not None:
+        _replace_with_constant(op, value, rewriter)
 
 
 # ----------------------------------------------------------------------------- identities
@@ -266,36 +260,37 @@ def _empty_for(op: scf.ForOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, [], list(op.iter_args))
 
 
-_CONTROL_FLOW = {"scf.if": _constant_if, "scf.for": _empty_for}
+_SIMPLIFICATIONS = [
+    ("add-zero", _addi, ["arith.addi"]),
+    ("sub-self-or-zero", _subi, ["arith.subi"]),
+    ("mul-zero-or-one", _muli, ["arith.muli"]),
+    ("div-by-one", _div_by_one, ["arith.divsi", "arith.divui"]),
+    ("rem-by-one", _rem_by_one, ["arith.remsi", "arith.remui"]),
+    ("and-identity", _andi, ["arith.andi"]),
+    ("or-identity", _ori, ["arith.ori"]),
+    ("xor-identity", _xori, ["arith.xori"]),
+    ("shift-by-zero", _shift, ["arith.shli", "arith.shrsi", "arith.shrui"]),
+    ("min-max-self", _idempotent,
+     [f"arith.{n}" for n in ["maxsi", "minsi", "maxui", "minui", "maximumf", "minimumf",
+                             "maxnumf", "minnumf"]]),
+    ("addf-minus-zero", _addf, ["arith.addf"]),
+    ("subf-zero", _subf, ["arith.subf"]),
+    ("mulf-one", _mulf, ["arith.mulf"]),
+    ("divf-one", _divf, ["arith.divf"]),
+    ("double-negation", _negf, ["arith.negf"]),
+    ("cmpi-self", _cmpi, ["arith.cmpi"]),
+    ("select-known", _select, ["arith.select"]),
+    ("widen-twice", _widen_twice, ["arith.extsi", "arith.extui", "arith.extf"]),
+    ("narrow-widened", _narrow, ["arith.trunci"]),
+    ("truncf-extf", _truncf, ["arith.truncf"]),
+    ("shape-noop-or-splat", _shape_op, [cls.name for cls in _SHAPE_OPS]),
+    ("addptr-zero", _addptr, ["tt.addptr"]),
+]  # fmt: skip
 
-_RULES = {
-    "arith.addi": _addi,
-    "arith.subi": _subi,
-    "arith.muli": _muli,
-    "arith.divsi": _div_by_one,
-    "arith.divui": _div_by_one,
-    "arith.remsi": _rem_by_one,
-    "arith.remui": _rem_by_one,
-    "arith.andi": _andi,
-    "arith.ori": _ori,
-    "arith.xori": _xori,
-    "arith.shli": _shift,
-    "arith.shrsi": _shift,
-    "arith.shrui": _shift,
-    **{f"arith.{n}": _idempotent for n in ["maxsi", "minsi", "maxui", "minui"]},
-    **{f"arith.{n}": _idempotent for n in ["maximumf", "minimumf", "maxnumf", "minnumf"]},
-    "arith.addf": _addf,
-    "arith.subf": _subf,
-    "arith.mulf": _mulf,
-    "arith.divf": _divf,
-    "arith.negf": _negf,
-    "arith.cmpi": _cmpi,
-    "arith.select": _select,
-    "arith.extsi": _widen_twice,
-    "arith.extui": _widen_twice,
-    "arith.extf": _widen_twice,
-    "arith.trunci": _narrow,
-    "arith.truncf": _truncf,
-    **{cls.name: _shape_op for cls in _SHAPE_OPS},
-    "tt.addptr": _addptr,
-}
+# Control flow first, then folding, then the op's identity rule (the first that fires wins).
+PATTERNS = [
+    pattern("inline-constant-if", _constant_if, ["scf.if"]),
+    pattern("erase-empty-for", _empty_for, ["scf.for"]),
+    pattern("fold-constant", _fold_constants),
+    *(pattern(name, _simplifying(rule), ops) for name, rule, ops in _SIMPLIFICATIONS),
+]

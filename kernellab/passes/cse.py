@@ -4,7 +4,8 @@ Two ops are identical when they have the same name, operands, properties, attrib
 types. Scoping follows dominance in structured control flow: an op may be reused by ops later in
 its block and inside regions nested there, never by ops outside the region it lives in. Ops with
 memory effects (tt.load included: a store may sit between two loads) are never merged, nor are
-ops with regions (comparing regions costs more than it saves in block programs).
+ops with regions (comparing regions costs more than it saves in block programs). Each merge is
+counted on a `Rewrites` (merge-duplicate).
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ from xdsl.ir import Block, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove, IsTerminator, is_side_effect_free
 
+from kernellab.passes.rewrite import Rewrites
+
 NAME = "cse"
 
 
-def run(module) -> bool:
-    return _cse_block(module.body.block, ChainMap())
+def run(module) -> Rewrites:
+    rewrites = Rewrites()
+    rewrites.note("merge-duplicate", _cse_block(module.body.block, ChainMap()))
+    return rewrites
 
 
 def _key(op: Operation) -> tuple:
@@ -41,8 +46,9 @@ def _mergeable(op: Operation) -> bool:
     )
 
 
-def _cse_block(block: Block, scope: ChainMap) -> bool:
-    changed = False
+def _cse_block(block: Block, scope: ChainMap) -> int:
+    """Merge the duplicates in `block` and the regions nested in it; how many."""
+    merged = 0
     for op in list(block.ops):
         if _mergeable(op):
             key = _key(op)
@@ -52,11 +58,11 @@ def _cse_block(block: Block, scope: ChainMap) -> bool:
                     if new.name_hint is None:
                         new.name_hint = old.name_hint
                 Rewriter.replace_op(op, [], list(earlier.results))
-                changed = True
+                merged += 1
                 continue
             scope[key] = op
         for region in op.regions:
             outer = ChainMap() if op.has_trait(IsolatedFromAbove) else scope
             for inner in region.blocks:
-                changed |= _cse_block(inner, outer.new_child())
-    return changed
+                merged += _cse_block(inner, outer.new_child())
+    return merged

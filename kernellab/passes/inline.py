@@ -4,7 +4,7 @@ The frontend emits each called @jit function (one per constexpr specialization) 
 tt.func with one block ending in tt.return. Callees are flattened first (their own calls
 inlined), so each body is copied already flat. The copies keep the callee ops' source locations:
 that is how the lab maps inlined code back to the helper function's lines. Callees left without
-callers are erased.
+callers are erased. Counted on a `Rewrites`: inline-call, erase-dead-function.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from xdsl.rewriter import Rewriter
 
 from kernellab.ir import tt
 from kernellab.passes.dce import remove_dead_functions
+from kernellab.passes.rewrite import Rewrites
 
 NAME = "inline"
 
@@ -23,22 +24,24 @@ class InlineError(Exception):
     """A call the inliner cannot expand (recursion, or a callee it cannot see)."""
 
 
-def run(module: ModuleOp) -> bool:
+def run(module: ModuleOp) -> Rewrites:
     functions = {f.sym_name.data: f for f in module.ops if isinstance(f, tt.FuncOp)}
     flat: set[str] = set()
-    changed = False
+    rewrites = Rewrites()
     for name in functions:
-        changed |= _flatten(name, functions, flat, ())
-    return remove_dead_functions(module) or changed
+        rewrites.note("inline-call", _flatten(name, functions, flat, ()))
+    rewrites.note("erase-dead-function", remove_dead_functions(module))
+    return rewrites
 
 
-def _flatten(name: str, functions: dict, flat: set[str], stack: tuple[str, ...]) -> bool:
-    """Inline every call to a private function inside `name` (callees flattened first)."""
+def _flatten(name: str, functions: dict, flat: set[str], stack: tuple[str, ...]) -> int:
+    """Inline every call to a private function inside `name` (callees flattened first); how
+    many calls were inlined there."""
     if name in flat:
-        return False
+        return 0
     if name in stack:
         raise InlineError(f"recursive call: {' -> '.join((*stack, name))}; kernels cannot recurse")
-    changed = False
+    inlined = 0
     for call in [op for op in functions[name].walk() if isinstance(op, tt.CallOp)]:
         callee_name = call.callee.root_reference.data
         callee = functions.get(callee_name)
@@ -46,11 +49,11 @@ def _flatten(name: str, functions: dict, flat: set[str], stack: tuple[str, ...])
             raise InlineError(f"call to @{callee_name}, which is not defined in this module")
         if not callee.is_private:
             continue
-        _flatten(callee_name, functions, flat, (*stack, name))
+        inlined += _flatten(callee_name, functions, flat, (*stack, name))
         _inline_call(call, callee)
-        changed = True
+        inlined += 1
     flat.add(name)
-    return changed
+    return inlined
 
 
 def _inline_call(call: tt.CallOp, callee: tt.FuncOp) -> None:

@@ -5,6 +5,7 @@ operands are defined outside the loop (or by ops already hoisted). Loads never m
 change between iterations. Inner loops are processed first, so an op can climb out of several
 loops. A hoisted op runs even when its loop runs zero times, so integer division moves only when
 its divisor is a constant that cannot fault (not 0; for signed division not -1 either).
+Each move is counted on a `Rewrites` (hoist-invariant).
 """
 
 from __future__ import annotations
@@ -16,29 +17,31 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator, is_side_effect_free
 
 from kernellab.passes.folding import constant_of
+from kernellab.passes.rewrite import Rewrites
 
 NAME = "licm"
 
 
-def run(module: ModuleOp) -> bool:
+def run(module: ModuleOp) -> Rewrites:
     loops = [op for op in module.walk(region_first=True) if isinstance(op, scf.ForOp | scf.WhileOp)]
-    changed = False
+    rewrites = Rewrites()
     for loop in loops:  # innermost first
-        changed |= _hoist(loop)
-    return changed
+        rewrites.note("hoist-invariant", _hoist(loop))
+    return rewrites
 
 
-def _hoist(loop: Operation) -> bool:
+def _hoist(loop: Operation) -> int:
+    """Move `loop`'s invariant ops in front of it; how many."""
     inside = set(loop.walk_blocks())
-    changed = False
+    hoisted = 0
     for region in loop.regions:
         for block in region.blocks:
             for op in list(block.ops):
                 if _invariant(op, inside):
                     op.detach()
                     loop.parent.insert_op_before(op, loop)
-                    changed = True
-    return changed
+                    hoisted += 1
+    return hoisted
 
 
 def _defining_block(value: SSAValue) -> Block | None:

@@ -14,7 +14,7 @@ def module_text(body: str, args: str = "", results: str = "") -> str:
 def apply(pass_module, text: str, expect_changed: bool | None = True) -> str:
     """Run `pass_module` on the parsed `text`; check its changed flag; return the printed IR."""
     module = parse_module(text)
-    changed = pass_module.run(module)
+    changed = pass_module.run(module).changed
     module.verify()
     if expect_changed is not None:
         assert changed is expect_changed, f"changed={changed}, expected {expect_changed}"

@@ -9,7 +9,7 @@ from xdsl.dialects.builtin import i32
 
 from kernellab.ir import arith, parse_module, print_module, tt
 from kernellab.passes import cse, dce
-from kernellab.passes.manager import PassError, PassManager
+from kernellab.passes.manager import PassError, PassManager, PassOutcome
 
 TEXT = """builtin.module {
   tt.func public @k(%x: i32) -> i32 {
@@ -47,12 +47,52 @@ def test_records_name_ir_time_and_changes_of_each_pass():
     assert records[2].ir_after == records[1].ir_after
     assert "%dead" not in records[3].ir_after
     assert records[3].ir_after == print_module(module)  # the passes ran in place
+    # each pass says what it rewrote (the rewrite engine's counts); a pass that returns a bare
+    # bool is described by the size of the IR it left
     assert [r.summary for r in records] == [
-        "1 op removed",
-        "1 op added",
+        "1× merge-duplicate",
+        "8 → 9 lines",
         "no change",
-        "2 ops removed",
+        "2× erase-dead-op",
     ]
+
+
+class _Text:
+    """A non-xDSL artifact: a list of lines, printed joined."""
+
+    def __init__(self, lines):
+        self.lines = list(lines)
+
+
+def _append(name, line, stage=""):
+    def run(text: _Text) -> PassOutcome:
+        text.lines.append(line)
+        return PassOutcome(True, f"appended {line!r}")
+
+    return SimpleNamespace(NAME=name, STAGE=stage, run=run)
+
+
+def test_any_artifact_runs_through_the_manager_with_its_printer():
+    text = _Text(["a"])
+    keep = SimpleNamespace(NAME="keep", run=lambda t: PassOutcome(False, "kept"))
+    passes = [keep, _append("add-b", "b", stage="llir"), _append("add-c", "c")]
+    records = PassManager(passes, printer=lambda t: "\n".join(t.lines), verifier=None).run(
+        text, text_before="a"
+    )
+    assert [r.ir_after for r in records] == ["a", "a\nb", "a\nb\nc"]
+    assert records[0].ir_after == "a" and not records[0].changed  # shared, not printed
+    assert [r.summary for r in records] == ["kept", "appended 'b'", "appended 'c'"]
+    assert [r.stage for r in records] == ["", "llir", ""]  # a pass's STAGE, else the stage's
+
+
+def test_a_pass_without_a_summary_is_described_by_the_ir_size():
+    grow = SimpleNamespace(NAME="grow", run=lambda t: t.lines.extend("xyz") or PassOutcome(True))
+    records = PassManager([grow], printer=lambda t: "\n".join(t.lines), verifier=None).run(
+        _Text(["a"]), text_before="a"
+    )
+    assert records[0].summary == "1 → 4 lines"
+    untraced = PassManager([grow], trace=False, printer=str, verifier=None).run(_Text(["a"]))
+    assert untraced[0].summary == "changed" and untraced[0].ir_after == ""
 
 
 def test_an_unchanged_first_pass_still_records_the_ir():

@@ -1,9 +1,9 @@
 """The NVIDIA backend: options, the stage dict {ttir, ttgir, llir, ptx, cubin}, parsers, launcher.
 
     ttir   the TTIR pipeline (shared with the interpreter)
-    ttgir  kernellab.passes.ttgir.pipeline.make_ttgir: layouts, coalescing, ...
+    ttgir  pipeline.make_ttgir: layouts, coalescing, ... (the backend's own TTGIR pipeline)
     llir   kernellab.backends.nvidia.lowering.make_llir: LLVM IR text + metadata (shared bytes)
-    ptx    ptx.make_ptx: LLVM O3 + NVPTX code generation (llvmlite)
+    ptx    pipeline.make_ptx: LLVM verify, O3 and NVPTX code generation (llvmlite), traced
     cubin  cubin.make_cubin: ptxas through nvJitLink, with the resource report
 
 Every stage runs without a GPU. After `llir` the artifact is a `CudaArtifact` that accumulates
@@ -108,7 +108,7 @@ def make_options(target: str, **fields) -> NvidiaOptions:
 
 
 def _ttgir_stage(module, options) -> StageOutput:
-    from kernellab.passes.ttgir.pipeline import make_ttgir
+    from kernellab.backends.nvidia.pipeline import make_ttgir
 
     return module_stage_output(module, make_ttgir(module, options))
 
@@ -139,11 +139,9 @@ def _record(name: str, ir_after: str, seconds: float, summary: str = ""):
 
 
 def _ptx_stage(art: CudaArtifact, options) -> StageOutput:
-    from kernellab.backends.nvidia.ptx import make_ptx
+    from kernellab.backends.nvidia.pipeline import make_ptx
 
-    start = time.perf_counter()
-    ptx = make_ptx(art.llir, options)
-    seconds = time.perf_counter() - start
+    ptx, passes = make_ptx(art.llir, options)
     entries = entry_points(ptx)
     name = art.name if art.name in entries else next(iter(entries), art.name)
     if name not in entries:
@@ -155,7 +153,6 @@ def _ptx_stage(art: CudaArtifact, options) -> StageOutput:
         "target": options.target,
     }
     art = replace(art, name=name, ptx=ptx, metadata={**art.metadata, **md})
-    passes = [_record("llvm-O3+nvptx", ptx, seconds, f"{len(ptx.splitlines())} PTX lines")]
     return StageOutput(art, ptx, passes, metadata=md)
 
 

@@ -1,8 +1,12 @@
 """LLVM IR text → PTX text with llvmlite's NVPTX target (no GPU, no CUDA toolkit needed).
 
-The module is parsed, given the NVPTX triple and data layout, optimized with LLVM's O3 pipeline
-(new pass manager) and printed as PTX for the requested `sm_XX`. Debug locations in the IR come
-out as `.file`/`.loc` lines, which later map PTX and SASS back to the kernel's source.
+The LLVM passes the pass manager runs (pipeline.LLVM_PASSES orders them) over one `LlvmModule`:
+  llvm-verify    parse the text and verify it;
+  llvm-O3        give it NVPTX's triple and data layout, run LLVM's O3 module pipeline (new
+                 pass manager);
+  nvptx-codegen  print it as PTX for the requested `sm_XX`.
+Debug locations in the IR come out as `.file`/`.loc` lines, which later map PTX and SASS back
+to the kernel's source. The passes share LLVM's global context: run them under `llvm_lock`.
 
 LLVM is initialized once per process, lazily, and the target machine per (arch, PTX version) is
 cached, so the first compile pays a few tens of milliseconds and later ones nothing.
@@ -12,6 +16,9 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass
+
+from kernellab.passes.manager import PassOutcome
 
 TRIPLE = "nvptx64-nvidia-cuda"
 
@@ -21,7 +28,7 @@ TRIPLE = "nvptx64-nvidia-cuda"
 PTX_VERSION = (8, 5)
 
 
-_lock = threading.Lock()  # LLVM's global context is not thread-safe
+llvm_lock = threading.Lock()  # LLVM's global context is not thread-safe
 _llvm = None
 _machines: dict[tuple, object] = {}
 
@@ -69,7 +76,8 @@ def target_machine(arch: str, version: tuple[int, int] | None = None):
     return tm
 
 
-def _options_arch(options) -> str:
+def options_arch(options) -> str:
+    """The 'sm_XY' of compile options (sm_90 when they name none)."""
     target = getattr(options, "target", None) or "sm_90"
     return parse_arch(target)[1]
 
@@ -95,35 +103,77 @@ def _error_context(text: str, message: str, around: int = 2) -> str:
     )
 
 
-def make_ptx(llir: str, options=None) -> str:
-    """PTX text for the LLVM IR `llir`, optimized at O3, for `options.target` (default sm_90).
+@dataclass
+class LlvmModule:
+    """What the LLVM passes work on: the LLVM IR text, then the parsed module, then the PTX."""
 
-    The IR's triple and data layout are replaced by NVPTX's. LLVM errors become
-    PTXGenerationError with the offending IR lines.
-    """
-    arch = _options_arch(options)
-    with _lock:
+    text: str
+    arch: str  # 'sm_90'
+    module: object = None  # llvmlite ModuleRef, once llvm-verify parsed the text
+    ptx: str | None = None  # once nvptx-codegen ran
+
+    def print(self) -> str:
+        """The IR as it is now (the pass manager's printer)."""
+        if self.ptx is not None:
+            return self.ptx
+        return self.text if self.module is None else str(self.module)
+
+
+class _Verify:
+    NAME = "llvm-verify"
+    STAGE = "llir"
+
+    @staticmethod
+    def run(m: LlvmModule) -> PassOutcome:
+        """Parse and verify (nothing changes: the record shares the text it was given). LLVM
+        errors become PTXGenerationError with the offending IR lines."""
         llvm = _binding()
-        tm = target_machine(arch)
         try:
-            module = llvm.parse_assembly(llir)
-            module.triple = TRIPLE
-            module.data_layout = str(tm.target_data)
+            module = llvm.parse_assembly(m.text)
             module.verify()
         except RuntimeError as e:
-            context = _error_context(llir, str(e))
+            context = _error_context(m.text, str(e))
             raise PTXGenerationError(
                 f"LLVM rejected the kernel's LLVM IR: {str(e).strip()}"
                 + (f"\n{context}" if context else "")
             ) from None
-        optimize(module, tm)
+        m.module = module
+        return PassOutcome(False, "valid LLVM IR")
+
+
+class _OptimizeO3:
+    NAME = "llvm-O3"
+    STAGE = "llir"
+
+    @staticmethod
+    def run(m: LlvmModule) -> PassOutcome:
+        """Give the module NVPTX's triple and data layout (what O3 optimizes for), run O3."""
+        tm = target_machine(m.arch)
+        m.module.triple = TRIPLE
+        m.module.data_layout = str(tm.target_data)
+        optimize(m.module, tm)
+        return PassOutcome(True)  # the manager describes it by the IR's size
+
+
+class _EmitPtx:
+    NAME = "nvptx-codegen"
+    STAGE = "ptx"
+
+    @staticmethod
+    def run(m: LlvmModule) -> PassOutcome:
         try:
-            ptx = tm.emit_assembly(module)
+            ptx = target_machine(m.arch).emit_assembly(m.module)
         except RuntimeError as e:
-            raise PTXGenerationError(f"LLVM could not emit PTX for {arch}: {e}") from None
-    # With debug info LLVM writes `.target sm_90, debug`, which makes ptxas compile without
-    # optimization (like -G). Line tables (.loc) are all we want: drop the flag.
-    return re.sub(r"^(\.target\s+[\w]+)\s*,\s*debug\b", r"\1", ptx, count=1, flags=re.M)
+            raise PTXGenerationError(f"LLVM could not emit PTX for {m.arch}: {e}") from None
+        # With debug info LLVM writes `.target sm_90, debug`, which makes ptxas compile without
+        # optimization (like -G). Line tables (.loc) are all we want: drop the flag.
+        m.ptx = re.sub(r"^(\.target\s+[\w]+)\s*,\s*debug\b", r"\1", ptx, count=1, flags=re.M)
+        return PassOutcome(True, f"{len(m.ptx.splitlines())} PTX lines for {m.arch}")
+
+
+VERIFY = _Verify()
+OPTIMIZE_O3 = _OptimizeO3()
+EMIT_PTX = _EmitPtx()
 
 
 _ENTRY = r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)"
@@ -159,6 +209,7 @@ def max_threads_directive(ptx: str, name: str) -> int | None:
 
 
 __all__ = [
-    "make_ptx", "PTXGenerationError", "PTX_VERSION", "ptx_version", "TRIPLE", "target_machine", "parse_arch",
-    "entry_points", "max_threads_directive", "optimize",
+    "LlvmModule", "VERIFY", "OPTIMIZE_O3", "EMIT_PTX", "llvm_lock", "options_arch", "PTXGenerationError",
+    "PTX_VERSION", "ptx_version", "TRIPLE", "target_machine", "parse_arch", "entry_points",
+    "max_threads_directive", "optimize",
 ]  # fmt: skip

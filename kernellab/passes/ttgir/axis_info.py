@@ -34,9 +34,11 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from kernellab.ir import arith, tt, ttg
+from kernellab.passes.structured import StructuredWalk
+from kernellab.passes.ttgir.encodings import is_elementwise
 
 MAX_DIVISIBILITY = 1 << 62  # what 0 is divisible by
 
@@ -141,7 +143,7 @@ def order_from_contiguity(info: AxisInfo) -> list[int]:
     return sorted(dims, key=lambda d: -info.contiguity[d])
 
 
-class AxisInfoAnalysis:
+class AxisInfoAnalysis(StructuredWalk):
     """AxisInfo of every value of a module, computed once, in program order."""
 
     def __init__(self, module: ModuleOp):
@@ -149,7 +151,7 @@ class AxisInfoAnalysis:
         for func in module.ops:
             if isinstance(func, tt.FuncOp):
                 self._seed_arguments(func)
-                self._block(func.body.block)
+                self.block(func.body.block)
 
     def __getitem__(self, value: SSAValue) -> AxisInfo:
         return self.info[value]
@@ -197,22 +199,12 @@ class AxisInfoAnalysis:
                 info = AxisInfo(info.contiguity, info.divisibility, info.constancy, 1)
             self.info[arg] = info.with_hints(**_hints(facts, info.rank))
 
-    def _block(self, block: Block) -> None:
-        for op in block.ops:
-            self._op(op)
-
-    def _op(self, op: Operation) -> None:
-        if isinstance(op, scf.ForOp):
-            return self._for(op)
-        if isinstance(op, scf.IfOp):
-            return self._if(op)
-        if isinstance(op, scf.WhileOp):
-            return self._while(op)
+    def other(self, op: Operation) -> None:
         for region in op.regions:  # combine regions of reduce/scan: scalars, nothing known
             for block in region.blocks:
                 for arg in block.args:
                     self.info[arg] = AxisInfo.unknown(arg.type)
-                self._block(block)
+                self.block(block)
         if not op.results:
             return
         rule = _RULES.get(type(op))
@@ -226,7 +218,7 @@ class AxisInfoAnalysis:
         for result in op.results[1:]:
             self.info[result] = AxisInfo.unknown(result.type)
 
-    def _for(self, op: scf.ForOp) -> None:
+    def for_op(self, op: scf.ForOp) -> None:
         body = op.body.block
         lb, step = self.info[op.lb], self.info[op.step]
         self.info[body.args[0]] = AxisInfo(
@@ -236,7 +228,7 @@ class AxisInfoAnalysis:
         while True:
             for arg, info in zip(body.args[1:], state):
                 self.info[arg] = info
-            self._block(body)
+            self.block(body)
             new = [s.join(self.info[v]) for s, v in zip(state, body.last_op.operands)]
             if new == state:
                 break
@@ -244,10 +236,10 @@ class AxisInfoAnalysis:
         for result, info in zip(op.results, state):
             self.info[result] = info
 
-    def _if(self, op: scf.IfOp) -> None:
-        self._block(op.true_region.block)
+    def if_op(self, op: scf.IfOp) -> None:
+        self.block(op.true_region.block)
         if op.false_region.blocks:
-            self._block(op.false_region.block)
+            self.block(op.false_region.block)
         if not op.results:
             return
         then = [self.info[v] for v in op.true_region.block.last_op.operands]
@@ -255,16 +247,16 @@ class AxisInfoAnalysis:
         for result, a, b in zip(op.results, then, other):
             self.info[result] = a.join(b)
 
-    def _while(self, op: scf.WhileOp) -> None:
+    def while_op(self, op: scf.WhileOp) -> None:
         before, after = op.before_region.block, op.after_region.block
         state = [self.info[v] for v in op.arguments]
         while True:
             for arg, info in zip(before.args, state):
                 self.info[arg] = info
-            self._block(before)
+            self.block(before)
             for arg, value in zip(after.args, before.last_op.args):
                 self.info[arg] = self.info[value]
-            self._block(after)
+            self.block(after)
             new = [s.join(self.info[v]) for s, v in zip(state, after.last_op.operands)]
             if new == state:
                 break
@@ -290,22 +282,12 @@ def _hints(attrs, rank: int) -> dict:
 # --------------------------------------------------------------------------- transfer rules
 
 
-_ELEMENTWISE_TT = (
-    tt.LoadOp, tt.FpToFpOp, tt.BitcastOp, tt.MulhiUIOp, tt.PreciseSqrtOp, tt.PreciseDivFOp,
-    tt.ClampFOp,
-)  # fmt: skip
-
-
-def _elementwise(op: Operation) -> bool:
-    return op.name.startswith(("arith.", "math.")) or isinstance(op, _ELEMENTWISE_TT)
-
-
 def _elementwise_constancy(op: Operation, operands: list[AxisInfo | None]) -> AxisInfo:
     """An op applied element by element (a load too: same address, same value) is constant
     where all its tensor operands are; nothing is known about other ops."""
     result = op.results[0]
     info = AxisInfo.unknown(result.type)
-    if not _elementwise(op):
+    if not (is_elementwise(op) or isinstance(op, tt.LoadOp)):
         return info
     shape = _shape(result.type)
     constancy = list(shape)
@@ -494,24 +476,18 @@ def _bitwise(pick):
     return rule
 
 
-def _shl(op, lhs: AxisInfo, rhs: AxisInfo) -> AxisInfo:
-    if rhs.value is None or rhs.value < 0:
-        return AxisInfo((1,) * lhs.rank, (1,) * lhs.rank, _constancy(lhs, rhs))
-    return _mul(
-        op,
-        lhs,
-        AxisInfo(rhs.contiguity, (1 << rhs.value,) * lhs.rank, rhs.constancy, 1 << rhs.value),
-    )
+def _shift(by_power_of_two):
+    """x << c is x * 2^c and x >> c is x / 2^c when c is a known non-negative constant."""
 
+    def rule(op, lhs: AxisInfo, rhs: AxisInfo) -> AxisInfo:
+        if rhs.value is None or rhs.value < 0:
+            return AxisInfo((1,) * lhs.rank, (1,) * lhs.rank, _constancy(lhs, rhs))
+        factor = 1 << rhs.value
+        return by_power_of_two(
+            op, lhs, AxisInfo(rhs.contiguity, (factor,) * lhs.rank, rhs.constancy, factor)
+        )
 
-def _shr(op, lhs: AxisInfo, rhs: AxisInfo) -> AxisInfo:
-    if rhs.value is None or rhs.value < 0:
-        return AxisInfo((1,) * lhs.rank, (1,) * lhs.rank, _constancy(lhs, rhs))
-    return _div(
-        op,
-        lhs,
-        AxisInfo(rhs.contiguity, (1 << rhs.value,) * lhs.rank, rhs.constancy, 1 << rhs.value),
-    )
+    return rule
 
 
 def _cmp(op, lhs: AxisInfo, rhs: AxisInfo) -> AxisInfo:
@@ -584,9 +560,9 @@ _RULES = {
     arith.MinsiOp: _bitwise(min),
     arith.MaxuiOp: _bitwise(min),
     arith.MinuiOp: _bitwise(min),
-    arith.ShliOp: _shl,
-    arith.ShrsiOp: _shr,
-    arith.ShruiOp: _shr,
+    arith.ShliOp: _shift(_mul),
+    arith.ShrsiOp: _shift(_div),
+    arith.ShruiOp: _shift(_div),
     arith.CmpiOp: _cmp,
     arith.SelectOp: _select,
     arith.ExtsiOp: _extend,

@@ -13,7 +13,8 @@ Loads of the same shape and dim order share the widest of their vectors, so the 
 feed into one computation meet in one layout (a load wider than its alignment still lowers to
 narrower instructions). Stores keep their own width: a store may not write a wider vector than
 its alignment allows. The op's operands are converted to the chosen layout and its result back;
-remove_layout_conversions then moves whole computations into the memory ops' layouts.
+remove_layout_conversions then moves whole computations into the memory ops' layouts. Each
+memory op moved is counted on a `Rewrites` (relayout-load, relayout-store, ...).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from xdsl.ir import Operation
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import tt, ttg
+from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.ttgir.axis_info import AxisInfoAnalysis, analyze, order_from_contiguity
 from kernellab.passes.ttgir.encodings import blocked_for, convert_before
 
@@ -31,7 +33,7 @@ NAME = "coalesce"
 MEMORY_OPS = (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
 
 
-def run(module: ModuleOp) -> bool:
+def run(module: ModuleOp) -> Rewrites:
     analysis = analyze(module)
     warps, lanes = ttg.num_warps(module), ttg.threads_per_warp(module)
     ops = [
@@ -43,7 +45,7 @@ def run(module: ModuleOp) -> bool:
     widest: dict[tuple, int] = {}
     for op, (key, width) in plans.items():
         widest[key] = max(widest.get(key, 1), width)
-    changed = False
+    rewrites = Rewrites()
     for op, (key, width) in plans.items():
         shape, order = key
         if isinstance(op, tt.LoadOp):
@@ -52,8 +54,9 @@ def run(module: ModuleOp) -> bool:
         size_per_thread = [1] * len(shape)
         size_per_thread[order[0]] = min(width, per_thread_max)
         layout = blocked_for(shape, size_per_thread, order, warps, lanes)
-        changed |= _relayout(op, layout)
-    return changed
+        if _relayout(op, layout):
+            rewrites.note(f"relayout-{op.name.removeprefix('tt.')}")
+    return rewrites
 
 
 def _numel(shape) -> int:

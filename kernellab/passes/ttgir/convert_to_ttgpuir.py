@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import arith, tt, ttg
+from kernellab.passes.rewrite import Rewrites
+from kernellab.passes.structured import StructuredWalk
 from kernellab.passes.ttgir.encodings import convert_before, default_blocked, permuted, retyped
 
 NAME = "convert_to_ttgpuir"
@@ -34,18 +36,21 @@ def run(
     target: str = "sm_90",
     threads_per_warp: int = 32,
     num_ctas: int = 1,
-) -> bool:
+) -> Rewrites:
     ttg.set_module_attrs(module, num_warps, TARGETS.get(target, target), threads_per_warp, num_ctas)
-    converter = _Converter(num_warps, threads_per_warp)
+    rewrites = Rewrites()
+    rewrites.note("set-module-attributes")
+    converter = _Converter(num_warps, threads_per_warp, rewrites)
     for func in [op for op in module.ops if isinstance(op, tt.FuncOp)]:
         converter.function(func)
-    return True
+    return rewrites
 
 
-class _Converter:
-    def __init__(self, num_warps: int, threads_per_warp: int):
+class _Converter(StructuredWalk):
+    def __init__(self, num_warps: int, threads_per_warp: int, rewrites: Rewrites):
         self.num_warps = num_warps
         self.threads_per_warp = threads_per_warp
+        self.rewrites = rewrites
 
     def default(self, t: Attribute) -> Attribute:
         if not isinstance(t, TensorType):
@@ -55,7 +60,10 @@ class _Converter:
         )
 
     def retype(self, value: SSAValue, t: Attribute) -> SSAValue:
-        return value if value.type == t else Rewriter.replace_value_with_new_type(value, t)
+        if value.type == t:
+            return value
+        self.rewrites.note("assign-layout")
+        return Rewriter.replace_value_with_new_type(value, t)
 
     def function(self, func: tt.FuncOp) -> None:
         args = [self.retype(a, self.default(a.type)) for a in func.body.block.args]
@@ -66,23 +74,15 @@ class _Converter:
         if isinstance(ret, tt.ReturnOp):
             self.match(ret, outputs)
 
-    def block(self, block: Block) -> None:
-        for op in list(block.ops):
-            self.op(op)
-
     def match(self, op: Operation, types) -> None:
         """Convert `op`'s operands to `types` (same shapes, maybe other layouts)."""
         for i, (value, t) in enumerate(zip(op.operands, types)):
             if isinstance(t, TensorType):
                 op.operands[i] = convert_before(value, ttg.encoding_of(t), op)
+                if op.operands[i] is not value:
+                    self.rewrites.note("insert-convert")
 
-    def op(self, op: Operation) -> None:
-        if isinstance(op, scf.ForOp):
-            return self.for_op(op)
-        if isinstance(op, scf.IfOp):
-            return self.if_op(op)
-        if isinstance(op, scf.WhileOp):
-            return self.while_op(op)
+    def other(self, op: Operation) -> None:
         if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
             return self.constant(op)
         for region in op.regions:  # reduce/scan combine regions: scalars only
@@ -133,6 +133,7 @@ class _Converter:
         value = type(op.value)(t, op.value.data)  # same elements, typed with the layout
         new = arith.ConstantOp(value)
         Rewriter.replace_op(op, new)
+        self.rewrites.note("assign-layout")
 
     def for_op(self, op: scf.ForOp) -> None:
         body = op.body.block

@@ -1,5 +1,5 @@
 """Helpers the TTGIR passes share: Triton's blocked-layout builder, layout inference through
-shape ops, and inserting convert_layout.
+shape ops, inserting convert_layout, and which ops apply element by element.
 
 `blocked_for(shape, size_per_thread, order, num_warps)` spreads the 32 lanes of a warp, then the
 warps, over the dims fastest-first (`order[0]` first), giving each dim no more threads than it
@@ -15,7 +15,20 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from kernellab.ir import ttg
+from kernellab.ir import arith, tt, ttg
+
+# tt ops whose every result element comes from the operands' elements at the same position
+ELEMENTWISE_TT_OPS = (
+    tt.AddPtrOp, tt.IntToPtrOp, tt.PtrToIntOp, tt.BitcastOp, tt.FpToFpOp, tt.MulhiUIOp,
+    tt.PreciseSqrtOp, tt.PreciseDivFOp, tt.ClampFOp,
+)  # fmt: skip
+
+
+def is_elementwise(op: Operation) -> bool:
+    """arith/math ops (constants aside: they have no operands to follow) and ELEMENTWISE_TT_OPS."""
+    return (
+        op.name.startswith(("arith.", "math.")) and not isinstance(op, arith.ConstantOp)
+    ) or isinstance(op, ELEMENTWISE_TT_OPS)
 
 
 def blocked_for(

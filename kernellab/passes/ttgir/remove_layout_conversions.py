@@ -16,7 +16,9 @@ shared memory or shuffles. Three rewrites, repeated while they help:
 3. Fold: convert(x: A -> A) is x; convert(convert(x)) converts once.
 
 The layouts coalesce chose for loads and stores never change: memory ops are fixed points.
-Dead ops left behind are erased.
+Dead ops left behind are erased. Each rewrite is a named pattern of the rewrite engine, swept
+over the conversions in rounds (forward, backward, fold): sink-conversion, carry-in-layout,
+rematerialize, fold-conversion.
 """
 
 from __future__ import annotations
@@ -24,50 +26,38 @@ from __future__ import annotations
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import arith, tt, ttg
 from kernellab.passes import dce
-from kernellab.passes.ttgir.encodings import permuted
+from kernellab.passes.rewrite import Rewrites, apply_to_each, pattern
+from kernellab.passes.ttgir.encodings import is_elementwise, permuted
 
 NAME = "remove_layout_conversions"
 
 MAX_DUPLICATED = 32  # ops recomputed for one conversion that stay alive in both layouts
 MAX_REMATERIALIZED = 1024  # ops recomputed for one conversion (the others die)
 
-_ELEMENTWISE_TT = (
-    tt.AddPtrOp, tt.IntToPtrOp, tt.PtrToIntOp, tt.BitcastOp, tt.FpToFpOp, tt.MulhiUIOp,
-    tt.PreciseSqrtOp, tt.PreciseDivFOp, tt.ClampFOp,
-)  # fmt: skip
 _SOURCES = (arith.ConstantOp, tt.MakeRangeOp, tt.SplatOp)
 
 
-def run(module: ModuleOp) -> bool:
-    changed = False
+def run(module: ModuleOp) -> Rewrites:
+    rewrites = Rewrites()
     for _ in range(4):
-        step = _forward_all(module)
-        step |= _backward_all(module)
-        step |= _fold_all(module)
+        step = apply_to_each(_converts(module), [FORWARD], rewrites)
+        backward = [CARRY_IN_LAYOUT, _rematerializing(_Rematerializer())]  # one cache per sweep
+        step |= apply_to_each(_converts(module), backward, rewrites)
+        step |= apply_to_each(_converts(module), [FOLD], rewrites)
         if not step:
             break
-        changed = True
-    if changed:
-        dce.run(module)
-    return changed
+    if rewrites:
+        rewrites.merge(dce.run(module))
+    return rewrites
 
 
 def _converts(module: ModuleOp) -> list[ttg.ConvertLayoutOp]:
     return [op for op in module.walk() if isinstance(op, ttg.ConvertLayoutOp)]
-
-
-def _alive(op: Operation) -> bool:
-    return op.parent is not None
-
-
-def _elementwise(op: Operation) -> bool:
-    return (
-        op.name.startswith(("arith.", "math.")) and not isinstance(op, arith.ConstantOp)
-    ) or isinstance(op, _ELEMENTWISE_TT)
 
 
 def _distributed(encoding: Attribute | None) -> bool:
@@ -86,7 +76,7 @@ def _layout(value: SSAValue) -> Attribute | None:
 def _result_layout(op: Operation, layout: Attribute) -> Attribute | None:
     """Layout of `op`'s tensor results when its tensor operands are in `layout` (None: the op
     cannot follow its operands)."""
-    if _elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
+    if is_elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
         return layout
     if isinstance(op, tt.ExpandDimsOp):
         if isinstance(layout, ttg.SliceEncodingAttr) and layout.dim == op.axis.value.data:
@@ -99,7 +89,7 @@ def _result_layout(op: Operation, layout: Attribute) -> Attribute | None:
 
 def _operand_layout(op: Operation, layout: Attribute) -> Attribute | None:
     """Layout `op`'s tensor operands need for its result to be in `layout` (None: unknown)."""
-    if _elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
+    if is_elementwise(op) or isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
         return layout
     if isinstance(op, tt.ExpandDimsOp):
         return ttg.SliceEncodingAttr(op.axis.value.data, layout)
@@ -112,15 +102,7 @@ def _operand_layout(op: Operation, layout: Attribute) -> Attribute | None:
 # ---------------------------------------------------------------------------------- forward
 
 
-def _forward_all(module: ModuleOp) -> bool:
-    changed = False
-    for convert in _converts(module):
-        if _alive(convert) and _forward(convert):
-            changed = True
-    return changed
-
-
-def _forward(convert: ttg.ConvertLayoutOp) -> bool:
+def _forward(convert: ttg.ConvertLayoutOp, rewriter: PatternRewriter) -> bool:
     src_layout, dst_layout = _layout(convert.src), _layout(convert.result)
     if src_layout == dst_layout or not (_distributed(src_layout) and _distributed(dst_layout)):
         return False
@@ -274,23 +256,35 @@ def _cheap_to_convert(value: SSAValue, layout: Attribute) -> bool:
 # --------------------------------------------------------------------------------- backward
 
 
-def _backward_all(module: ModuleOp) -> bool:
-    changed = False
-    remat = _Rematerializer()
-    for convert in _converts(module):
-        if not _alive(convert) or not _distributed(_layout(convert.result)):
-            continue
-        if _carried(convert.src) is not None and _distributed(_layout(convert.src)):
-            # a loop-carried value converted in the loop: carry it in the wanted layout
-            if _ForwardPlan(convert.src, _layout(convert.result), None).try_apply():
-                changed = True
-            continue
+def _converts_carried_value(convert: ttg.ConvertLayoutOp) -> bool:
+    """A loop-carried value converted in the loop, from one distributed layout to another."""
+    return (
+        _distributed(_layout(convert.result))
+        and _carried(convert.src) is not None
+        and _distributed(_layout(convert.src))
+    )
+
+
+def _carry_in_layout(convert: ttg.ConvertLayoutOp, rewriter: PatternRewriter) -> bool:
+    """Carry the loop-carried value in the layout it is converted to."""
+    if not _converts_carried_value(convert):
+        return False
+    return _ForwardPlan(convert.src, _layout(convert.result), None).try_apply()
+
+
+def _rematerializing(remat: _Rematerializer):
+    def apply(convert: ttg.ConvertLayoutOp, rewriter: PatternRewriter) -> bool:
+        """Recompute the converted value's cheap slice in the wanted layout."""
+        if not _distributed(_layout(convert.result)) or _converts_carried_value(convert):
+            return False
         value = remat.rematerialize(convert.src, _layout(convert.result))
-        if value is not None:
-            convert.result.replace_all_uses_with(value)
-            Rewriter.erase_op(convert)
-            changed = True
-    return changed
+        if value is None:
+            return False
+        convert.result.replace_all_uses_with(value)
+        Rewriter.erase_op(convert)
+        return True
+
+    return pattern("rematerialize", apply, [ttg.ConvertLayoutOp.name])
 
 
 class _Rematerializer:
@@ -400,19 +394,23 @@ def _program_position(value: SSAValue) -> tuple[int, ...]:
 # ------------------------------------------------------------------------------------- fold
 
 
-def _fold_all(module: ModuleOp) -> bool:
+def _fold(convert: ttg.ConvertLayoutOp, rewriter: PatternRewriter) -> bool:
+    """convert(convert(x)) converts x once; convert(x: A -> A) is x."""
     changed = False
-    for convert in _converts(module):
-        if not _alive(convert):
-            continue
-        inner = convert.src.owner
-        if isinstance(inner, ttg.ConvertLayoutOp):
-            convert.operands[0] = inner.src
-            if not inner.result.uses:
-                Rewriter.erase_op(inner)
-            changed = True
-        if convert.src.type == convert.result.type:
-            convert.result.replace_all_uses_with(convert.src)
-            Rewriter.erase_op(convert)
-            changed = True
+    inner = convert.src.owner
+    if isinstance(inner, ttg.ConvertLayoutOp):
+        convert.operands[0] = inner.src
+        if not inner.result.uses:
+            Rewriter.erase_op(inner)
+        changed = True
+    if convert.src.type == convert.result.type:
+        convert.result.replace_all_uses_with(convert.src)
+        Rewriter.erase_op(convert)
+        changed = True
     return changed
+
+
+_CONVERT = [ttg.ConvertLayoutOp.name]
+FORWARD = pattern("sink-conversion", _forward, _CONVERT)
+CARRY_IN_LAYOUT = pattern("carry-in-layout", _carry_in_layout, _CONVERT)
+FOLD = pattern("fold-conversion", _fold, _CONVERT)

@@ -6,13 +6,20 @@ import pytest
 from llvm_samples import SCALE_BIAS, VECTOR_ADD, WITH_LOCATIONS
 
 import kernellab as kl
+from kernellab.passes.manager import PassError
 from kernellab.backends.nvidia import cubin as cubin_mod
 from kernellab.backends.nvidia.backend import NvidiaOptions, resolve_target
 from kernellab.backends.nvidia.cubin import PTXAssemblyError, make_cubin, parse_resources
-from kernellab.backends.nvidia.ptx import PTXGenerationError, entry_points, make_ptx
+from kernellab.backends.nvidia.pipeline import LLVM_PASSES
+from kernellab.backends.nvidia.pipeline import make_ptx as make_ptx_traced
+from kernellab.backends.nvidia.ptx import PTXGenerationError, entry_points
 from kernellab.backends.nvidia.sass import find_nvdisasm, make_sass
 
 ARCHS = ["sm_80", "sm_90"]
+
+
+def make_ptx(llir: str, options) -> str:
+    return make_ptx_traced(llir, options)[0]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -34,12 +41,36 @@ def test_debug_locations_become_loc_lines_and_ptxas_still_optimizes():
     assert re.search(r"^\.target sm_90$", ptx, re.M), "the ', debug' flag must be dropped"
 
 
-def test_bad_llvm_ir_names_the_line():
+def test_bad_llvm_ir_names_the_line_and_the_pass():
     broken = VECTOR_ADD.replace("%s = fadd float %vx, %vy", "%s = fadd float %vx, %undefined_value")
-    with pytest.raises(PTXGenerationError) as info:
+    with pytest.raises(PassError, match="pass 'llvm-verify' failed: PTXGenerationError") as info:
         make_ptx(broken, NvidiaOptions())
+    assert isinstance(info.value.__cause__, PTXGenerationError)
     assert "undefined_value" in str(info.value)
     assert "> " in str(info.value)  # the offending IR line is shown with a marker
+
+
+def test_each_llvm_pass_leaves_a_record_with_its_ir():
+    ptx, records = make_ptx_traced(VECTOR_ADD, NvidiaOptions(target="sm_80"))
+    assert [r.name for r in records] == [p.NAME for p in LLVM_PASSES]
+    assert [r.name for r in records] == ["llvm-verify", "llvm-O3", "nvptx-codegen"]
+    assert [r.stage for r in records] == ["llir", "llir", "ptx"]
+    verify, o3, codegen = records
+    # verifying changes nothing: its record shares the input text (not printed again)
+    assert not verify.changed and verify.ir_after is VECTOR_ADD
+    assert verify.summary == "valid LLVM IR"
+    # the sample names no triple: O3 optimizes it for NVPTX's
+    assert o3.changed and 'target triple = "nvptx64-nvidia-cuda"' in o3.ir_after
+    assert re.fullmatch(r"\d+ → \d+ lines", o3.summary)
+    assert codegen.ir_after is ptx and codegen.summary == f"{len(ptx.splitlines())} PTX lines for sm_80"
+    assert all(r.seconds >= 0 for r in records)
+
+
+def test_untraced_llvm_passes_print_nothing_and_make_the_same_ptx():
+    traced, _ = make_ptx_traced(SCALE_BIAS, NvidiaOptions())
+    untraced, records = make_ptx_traced(SCALE_BIAS, NvidiaOptions(), trace=False)
+    assert untraced == traced
+    assert [r.ir_after for r in records] == ["", "", ""]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -128,7 +159,7 @@ def test_compile_from_llvm_ir_text_gives_every_later_stage():
     assert md.params == ["u64", "u64", "u64", "u32"]
     assert md.registers > 0 and md.spills == 0 and md.shared_total == 0
     assert set(md.times) == {"ptx", "cubin"}
-    assert [p.name for p in ck.passes] == ["llvm-O3+nvptx", "ptxas"]
+    assert [p.name for p in ck.passes] == ["llvm-verify", "llvm-O3", "nvptx-codegen", "ptxas"]
     if find_nvdisasm() is not None:
         assert "FADD" in ck.asm["sass"]
     else:
@@ -162,15 +193,6 @@ def test_linker_falls_back_to_cuda_core_when_nvjitlink_is_missing(monkeypatch):
     assert binary[:4] == b"\x7fELF" and res["linker"] == "cuda.core" and res["registers"] > 0
 
 
-def _lowering_available() -> bool:
-    try:
-        from kernellab.backends.nvidia.lowering import make_llir  # noqa: F401
-        from kernellab.passes.ttgir.pipeline import make_ttgir  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @kl.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: kl.language.constexpr):
     tl = kl.language
@@ -179,7 +201,6 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: kl.language.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
-@pytest.mark.skipif(not _lowering_available(), reason="the TTGIR lowering isn't available")
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_python_kernel_compiles_to_every_stage_without_a_gpu(arch, tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
@@ -199,3 +220,24 @@ def test_a_python_kernel_compiles_to_every_stage_without_a_gpu(arch, tmp_path, m
     assert lines & set(range(start, start + 6))
     again = kl.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 1024}, target=arch)
     assert again.metadata.cache_hit is True and again.asm["cubin"] == ck.asm["cubin"]
+
+
+def test_a_compile_records_the_llvm_passes_between_the_lowering_and_ptxas():
+    ck = kl.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 256},
+                    target="sm_90", force=True)  # fmt: skip
+    llvm = [(r.name, r.stage) for r in ck.passes if r.name.startswith(("llvm", "nvptx"))]
+    assert llvm == [("llvm-verify", "llir"), ("llvm-O3", "llir"), ("nvptx-codegen", "ptx")]
+    verify = next(r for r in ck.passes if r.name == "llvm-verify")
+    assert not verify.changed and verify.ir_after == ck.asm["llir"]  # shared, not printed
+    assert next(r for r in ck.passes if r.name == "nvptx-codegen").ir_after == ck.asm["ptx"]
+
+
+def test_loading_the_backend_for_a_cached_kernel_imports_no_compiler():
+    """A disk-cache hit loads the backend (ptx.py and the pass manager's types with it) but
+    never xDSL: the compiler is imported only when something is compiled."""
+    import subprocess
+    import sys
+
+    probe = "import kernellab.backends.nvidia.backend, sys; print('xdsl' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

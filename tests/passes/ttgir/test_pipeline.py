@@ -8,7 +8,7 @@ import kernellab as kl
 import kernellab.language as tl
 from kernellab.ir import parse_module, print_module
 from kernellab.passes.ttgir.axis_info import AxisInfo
-from kernellab.passes.ttgir.pipeline import TTGIR_PASSES, make_ttgir
+from kernellab.backends.nvidia.pipeline import TTGIR_PASSES, make_ttgir
 from tests import test_tutorials as tutorials
 from tests.filecheck import check, check_not
 

@@ -1,5 +1,8 @@
-"""The TTGIR pipeline: TTIR in, TTGIR with every layout chosen out.
+"""The NVIDIA backend's pass pipelines (Triton's per-backend `add_stages`): which passes run in
+which order. The passes themselves are a library (kernellab.passes, kernellab.passes.ttgir,
+ptx.py for LLVM's); every pipeline runs through the traced pass manager.
 
+ttgir stage, TTIR in, TTGIR with every layout chosen out:
 1. convert_to_ttgpuir        default layouts and module attributes (num_warps, target).
 2. coalesce                   memory ops get the layouts that vectorize and coalesce (AxisInfo).
 3. remove_layout_conversions  computations move into the memory ops' layouts.
@@ -7,6 +10,11 @@
 5. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
                               rematerialization can leave duplicate index math, and folding
                               keeps each constant's layout.
+
+ptx stage, the lowering's LLVM IR in, PTX out (one llvmlite module, under LLVM's lock):
+1. llvm-verify     parse, verify                                      (records stage "llir")
+2. llvm-O3         NVPTX triple and data layout, LLVM's O3 pipeline   (records stage "llir")
+3. nvptx-codegen   PTX for the target sm_XX                           (records stage "ptx")
 """
 
 from __future__ import annotations
@@ -15,6 +23,14 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 
+from kernellab.backends.nvidia.ptx import (
+    EMIT_PTX,
+    OPTIMIZE_O3,
+    VERIFY,
+    LlvmModule,
+    llvm_lock,
+    options_arch,
+)
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassRecord
 from kernellab.passes.ttgir import (
@@ -33,7 +49,7 @@ class _Configured:
     fn: object
     options: dict
 
-    def run(self, module: ModuleOp) -> bool:
+    def run(self, module: ModuleOp):
         return self.fn(module, **self.options)
 
 
@@ -46,6 +62,8 @@ TTGIR_PASSES = [
     canonicalize,
     dce,
 ]
+
+LLVM_PASSES = [VERIFY, OPTIMIZE_O3, EMIT_PTX]
 
 
 def _option(options, name: str, default):
@@ -69,3 +87,14 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
     passes = [convert if p is convert_to_ttgpuir else p for p in TTGIR_PASSES]
     verify = bool(_option(options, "debug", False))
     return PassManager(passes, trace=trace, verify=verify).run(module)
+
+
+def make_ptx(llir: str, options=None, trace: bool = True) -> tuple[str, list[PassRecord]]:
+    """PTX for the LLVM IR text `llir`, optimized at O3, for `options.target` (default sm_90),
+    and the LLVM passes' records. The IR's triple and data layout are replaced by NVPTX's;
+    LLVM errors become PTXGenerationError (wrapped in the PassError that names the pass)."""
+    artifact = LlvmModule(llir, options_arch(options))
+    manager = PassManager(LLVM_PASSES, trace=trace, printer=LlvmModule.print, verifier=None)
+    with llvm_lock:
+        records = manager.run(artifact, text_before=llir)
+    return artifact.ptx, records
