@@ -62,7 +62,7 @@ python3 - <<'EOF' || { echo "FATAL: kernellab does not import"; exit 1; }
 import kernellab as kl, kernellab.language as tl
 from kernellab.backends.nvidia import backend, driver, launcher, cubin, ptx
 from kernellab.backends.nvidia.lowering import make_llir
-from kernellab.passes.ttgir.pipeline import make_ttgir
+from kernellab.backends.nvidia.pipeline import make_ttgir
 print("kernellab imports; driver available:", driver.available(),
       "arch:", driver.visible_arch(), "nvJitLink:", cubin.nvjitlink_version())
 EOF

@@ -261,8 +261,9 @@ def test_a_failing_first_stage_has_nothing_partial(monkeypatch):
 
 
 def test_gpu_stages_label_their_passes_and_keep_them_when_ptxas_fails(monkeypatch, tmp_path):
-    """With the NVIDIA backend (no GPU needed): llvm-O3+nvptx ran in the ptx stage, ptxas in the
-    cubin stage; when the cubin stage fails, every stage through PTX is still there."""
+    """With the NVIDIA backend (no GPU needed): llvm-verify and llvm-O3 leave LLVM IR (llir),
+    nvptx-codegen the PTX, ptxas runs in the cubin stage; when the cubin stage fails, every
+    stage through PTX is still there."""
     from kernellab.lab.compiling import nvidia_available
 
     if not nvidia_available():
@@ -272,7 +273,8 @@ def test_gpu_stages_label_their_passes_and_keep_them_when_ptxas_fails(monkeypatc
     monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
     good = kl.compile(add_kernel, signature=SIGNATURE, constexprs={"BLOCK": 128}, target="sm_90", force=True)
     stages = {p.name: p.stage for p in good.passes}
-    assert stages["llvm-O3+nvptx"] == "ptx" and stages["ptxas"] == "cubin"
+    assert stages["llvm-verify"] == stages["llvm-O3"] == "llir"
+    assert stages["nvptx-codegen"] == "ptx" and stages["ptxas"] == "cubin"
     assert stages["inline"] == "ttir" and "ttgir" in {p.stage for p in good.passes}
 
     def cubin_stage(art, options):

@@ -182,16 +182,6 @@ def test_an_illegal_address_says_the_context_is_lost():
     assert "STICKY: True" in run.stdout
 
 
-def _lowering_available() -> bool:
-    try:
-        from kernellab.backends.nvidia.lowering import make_llir  # noqa: F401
-        from kernellab.passes.ttgir.pipeline import make_ttgir  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_lowering = pytest.mark.skipif(not _lowering_available(), reason="the TTGIR lowering isn't available")
 
 
 @kl.jit
@@ -202,7 +192,6 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: kl.language.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
-@needs_lowering
 def test_jit_kernel_on_cuda_tensors_compiles_once_and_is_right(torch):
     rng = np.random.default_rng()
     add_kernel.cache.clear()
@@ -217,7 +206,6 @@ def test_jit_kernel_on_cuda_tensors_compiles_once_and_is_right(torch):
     assert len(kernels) <= 2  # n = 100 vs 98432 differ only in divisibility by 16
 
 
-@needs_lowering
 def test_jit_mixing_cpu_and_cuda_tensors_is_an_error(torch):
     x = torch.ones(64, device="cuda")
     with pytest.raises(ArgumentError, match="'y_ptr' is a CPU array but 'x_ptr' is on cuda:0"):
