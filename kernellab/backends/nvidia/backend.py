@@ -15,7 +15,6 @@ a few hundred milliseconds.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -132,12 +131,6 @@ def _llir_stage(module, options) -> StageOutput:
     return StageOutput(CudaArtifact(name, llir=text, metadata=metadata), text, [], metadata=dict(metadata))
 
 
-def _record(name: str, ir_after: str, seconds: float, summary: str = ""):
-    from kernellab.passes.manager import PassRecord
-
-    return PassRecord(name, ir_after, seconds, True, summary)
-
-
 def _ptx_stage(art: CudaArtifact, options) -> StageOutput:
     from kernellab.backends.nvidia.pipeline import make_ptx
 
@@ -157,24 +150,19 @@ def _ptx_stage(art: CudaArtifact, options) -> StageOutput:
 
 
 def _cubin_stage(art: CudaArtifact, options) -> StageOutput:
-    from kernellab.backends.nvidia.cubin import make_cubin
+    from kernellab.backends.nvidia.cubin import PtxAssembly
+    from kernellab.backends.nvidia.pipeline import make_cubin
     from kernellab.backends.nvidia.sass import sass_status
 
-    start = time.perf_counter()
-    cubin, res = make_cubin(art.ptx, options, name=art.name)
-    seconds = time.perf_counter() - start
-    log = res.pop("log", "")
-    md = dict(res)
-    md["spills"] = res["spill_stores"] + res["spill_loads"]
-    md["shared_total"] = art.metadata["shared"] + res["static_shared"]
-    md["sass"] = sass_status()
     threads = art.metadata["threads_per_block"] or options.threads_per_block  # text without .maxntid
-    summary = (
-        f"{res['registers']} registers, {md['spills']} bytes spilled, "
-        f"{md['shared_total']} bytes shared, {threads} threads"
-    )
-    art = replace(art, cubin=cubin, metadata={**art.metadata, **md})
-    return StageOutput(art, cubin, [_record("ptxas", log, seconds, summary)], metadata=md)
+    assembly = PtxAssembly(art.ptx, art.name, options, art.metadata["shared"], threads)
+    records = make_cubin(assembly)
+    md = {k: v for k, v in assembly.resources.items() if k != "log"}
+    md["spills"] = md["spill_stores"] + md["spill_loads"]
+    md["shared_total"] = art.metadata["shared"] + md["static_shared"]
+    md["sass"] = sass_status()
+    art = replace(art, cubin=assembly.cubin, metadata={**art.metadata, **md})
+    return StageOutput(art, assembly.cubin, records, metadata=md)
 
 
 def prepare_toolchain(options) -> None:

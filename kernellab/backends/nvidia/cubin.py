@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass, field
 
 from kernellab.backends.nvidia.ptx import parse_arch
+from kernellab.passes.manager import PassOutcome
 
 # registers per SM and per-thread allocation granularity of sm_80 and sm_90 (both the same)
 REGISTERS_PER_SM = 65536
@@ -260,7 +262,43 @@ def make_cubin(ptx: str, options, name: str | None = None) -> tuple[bytes, dict]
     return cubin, resources
 
 
+@dataclass
+class PtxAssembly:
+    """What the ptxas pass works on: the PTX in; the cubin and ptxas' resource report out.
+    The dynamic shared memory and threads per block come from the lowering, for the summary."""
+
+    ptx: str
+    name: str
+    options: object  # NvidiaOptions
+    dynamic_shared: int
+    threads: int
+    cubin: bytes = b""
+    resources: dict = field(default_factory=dict)
+
+    def print(self) -> str:
+        """ptxas' info log (the pass manager's printer): registers, spills, shared memory."""
+        return self.resources.get("log", "")
+
+
+class _Ptxas:
+    NAME = "ptxas"
+    STAGE = "cubin"
+
+    @staticmethod
+    def run(a: PtxAssembly) -> PassOutcome:
+        a.cubin, a.resources = make_cubin(a.ptx, a.options, name=a.name)
+        r = a.resources
+        spilled = r["spill_stores"] + r["spill_loads"]
+        shared = a.dynamic_shared + r["static_shared"]
+        return PassOutcome(
+            True,
+            f"{r['registers']} registers, {spilled} bytes spilled, {shared} bytes shared, {a.threads} threads",
+        )
+
+
+PTXAS = _Ptxas()
+
 __all__ = [
-    "make_cubin", "parse_resources", "PTXAssemblyError", "ToolchainUnavailableError",
+    "PtxAssembly", "PTXAS", "make_cubin", "parse_resources", "PTXAssemblyError", "ToolchainUnavailableError",
     "max_threads_for_registers", "nvjitlink_version", "start_warm_up",
 ]  # fmt: skip

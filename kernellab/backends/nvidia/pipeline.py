@@ -15,6 +15,9 @@ ptx stage, the lowering's LLVM IR in, PTX out (one llvmlite module, under LLVM's
 1. llvm-verify     parse, verify                                      (records stage "llir")
 2. llvm-O3         NVPTX triple and data layout, LLVM's O3 pipeline   (records stage "llir")
 3. nvptx-codegen   PTX for the target sm_XX                           (records stage "ptx")
+
+cubin stage, PTX in, cubin out:
+1. ptxas           through nvJitLink; the record's IR is ptxas' resource log
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 
+from kernellab.backends.nvidia.cubin import PTXAS, PtxAssembly
 from kernellab.backends.nvidia.ptx import (
     EMIT_PTX,
     OPTIMIZE_O3,
@@ -64,6 +68,7 @@ TTGIR_PASSES = [
 ]
 
 LLVM_PASSES = [VERIFY, OPTIMIZE_O3, EMIT_PTX]
+CUBIN_PASSES = [PTXAS]
 
 
 def _option(options, name: str, default):
@@ -98,3 +103,9 @@ def make_ptx(llir: str, options=None, trace: bool = True) -> tuple[str, list[Pas
     with llvm_lock:
         records = manager.run(artifact, text_before=llir)
     return artifact.ptx, records
+
+
+def make_cubin(assembly: PtxAssembly, trace: bool = True) -> list[PassRecord]:
+    """Assemble `assembly.ptx` into `assembly.cubin` (ptxas through nvJitLink) and record it."""
+    manager = PassManager(CUBIN_PASSES, trace=trace, printer=PtxAssembly.print, verifier=None)
+    return manager.run(assembly, text_before="")
