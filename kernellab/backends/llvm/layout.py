@@ -18,7 +18,6 @@ plain integer arithmetic on these lists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 
 from xdsl.dialects.builtin import TensorType
@@ -30,34 +29,30 @@ def _log2(n: int) -> int:
     return n.bit_length() - 1
 
 
-@dataclass(frozen=True)
 class Lay:
-    """Bases (as flat row-major element indices) of a distributed layout over `shape`."""
+    """The register/lane/warp bases (as flat row-major element indices) of LinearLayout
+    `linear` over its shape. Equal when the bases are (whatever labels `linear` carries)."""
 
-    shape: tuple[int, ...]
-    reg: tuple[int, ...]
-    lane: tuple[int, ...]
-    warp: tuple[int, ...]
-    linear: LinearLayout = field(compare=False, repr=False)  # what this is the view of
-
-    # ------------------------------------------------------------------ construction
-
-    @staticmethod
-    def from_linear(ll: LinearLayout, shape: tuple[int, ...]) -> "Lay":
-        """The view of a kernellab.layouts.LinearLayout (read through its public API only)."""
+    def __init__(self, linear: LinearLayout):
+        self.linear = linear
+        self.shape = tuple(linear.out_shape)
 
         def bases(dim: str) -> tuple[int, ...]:
-            try:
-                size = ll.in_dim_size(dim)
-            except (KeyError, ValueError):
-                return ()
-            out = []
-            for i in range(_log2(size)):
-                coords = ll.apply(**{dim: 1 << i})
-                out.append(flat_of(coords, shape))
-            return tuple(out)
+            return tuple(
+                flat_of(linear.apply(**{dim: 1 << i}), self.shape)
+                for i in range(_log2(linear.in_dim_size(dim)))
+            )
 
-        return Lay(tuple(shape), bases("register"), bases("lane"), bases("warp"), ll)
+        self.reg, self.lane, self.warp = bases("register"), bases("lane"), bases("warp")
+
+    def _key(self) -> tuple:
+        return (self.shape, self.reg, self.lane, self.warp)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Lay) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     # ---------------------------------------------------------------------- queries
 
@@ -163,7 +158,7 @@ def layout_of_type(t: TensorType) -> Lay:
 
 
 def layout_of_encoding(encoding, shape: tuple[int, ...]) -> Lay:
-    return Lay.from_linear(from_encoding(encoding, shape), shape)
+    return Lay(from_encoding(encoding, shape))
 
 
 def derived(lay: Lay, flat_map, shape, extra_register: tuple[int, ...] = ()) -> Lay:
@@ -178,4 +173,4 @@ def derived(lay: Lay, flat_map, shape, extra_register: tuple[int, ...] = ()) -> 
 
     bases = {dim: [mapped(b) for b in rows] for dim, rows in lay.linear.bases.items()}
     bases["register"] = bases.get("register", []) + [coords_of(f, shape) for f in extra_register]
-    return Lay.from_linear(LinearLayout(bases, shape), shape)
+    return Lay(LinearLayout(bases, shape))

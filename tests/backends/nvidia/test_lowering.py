@@ -35,7 +35,7 @@ from kernellab.layouts import LinearLayout, blocked, conversion_plan
 
 def blocked_lay(shape, size_per_thread, threads_per_warp, warps_per_cta, order) -> Lay:
     """The lowering's view of a #ttg.blocked layout, through the layout core."""
-    return Lay.from_linear(blocked(size_per_thread, threads_per_warp, warps_per_cta, order, shape), shape)
+    return Lay(blocked(size_per_thread, threads_per_warp, warps_per_cta, order, shape))
 
 TARGETS = ("sm_80", "sm_90")
 
@@ -220,9 +220,7 @@ def test_emission_follows_the_layout_cores_plan():
     assert emission_for(a, a, f32).kind == "noop"
     bases = a.linear.bases
     regs = bases["register"]
-    swapped = Lay.from_linear(
-        LinearLayout({**bases, "register": (regs[1], regs[0]) + regs[2:]}, a.shape), a.shape
-    )
+    swapped = Lay(LinearLayout({**bases, "register": (regs[1], regs[0]) + regs[2:]}, a.shape))
     em = emission_for(a, swapped, f32)
     assert em.kind == "registers" and em.reg_const[1] == 2 and em.reg_const[2] == 1
     assert em.candidates == [0] and not em.lane_varies
@@ -462,9 +460,9 @@ def test_rank3_fma_loop_reads_the_same_batch_element_as_it_accumulates(spt, tpw,
 
     bsz, m, n = shape
     parent = blocked(spt, tpw, wpc, order, shape)
-    c = Lay.from_linear(parent, shape)
-    a_need = Lay.from_linear(dot_operand(0, parent, 0, (bsz, m, k)), (bsz, m, k))
-    b_need = Lay.from_linear(dot_operand(1, parent, 0, (bsz, k, n)), (bsz, k, n))
+    c = Lay(parent)
+    a_need = Lay(dot_operand(0, parent, 0, (bsz, m, k)))
+    b_need = Lay(dot_operand(1, parent, 0, (bsz, k, n)))
     operands = operand_flats(c, a_need.shape, b_need.shape)
 
     def thread_part(lay, lane, warp):
