@@ -18,7 +18,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
-from kernellab.backends.llvm.elementwise import fp_ext, fp_trunc, round_to_odd_f32
+from kernellab.backends.llvm.float_casts import fp_ext, fp_trunc, round_to_odd_f32
 from kernellab.backends.llvm.types import BF16, F16, F32, F64, I16, I32, I8, is_fp8, llty
 
 # per format: (mantissa bits, exponent bias, largest finite code, NaN code, subnormal scale)
