@@ -118,17 +118,9 @@ _SHARED_KEYS = ("shared", "shared_bytes", "shared_memory", "smem")
 
 def _llir_stage(module, options) -> StageOutput:
     from kernellab.backends.nvidia.lowering import make_llir
-    from kernellab.ir import tt
 
-    result = make_llir(module, options)
-    text, lowered = result if isinstance(result, tuple) else (result, {})
-    lowered = dict(lowered or {})
-    shared = next((int(lowered[k]) for k in _SHARED_KEYS if lowered.get(k) is not None), 0)
-    name = lowered.get("name") or tt.entry_function(module).sym_name.data
-    metadata = {k: v for k, v in lowered.items() if isinstance(v, (int, float, str, bool, type(None)))}
-    metadata.update(name=name, shared=shared, num_warps=int(lowered.get("num_warps", options.num_warps)))
-    metadata["threads_per_block"] = metadata["num_warps"] * 32
-    return StageOutput(CudaArtifact(name, llir=text, metadata=metadata), text, [], metadata=dict(metadata))
+    text, metadata = make_llir(module, options)  # name, num_warps, threads_per_block, shared, bar_syncs
+    return StageOutput(CudaArtifact(metadata["name"], llir=text, metadata=metadata), text, [], metadata=dict(metadata))
 
 
 def _ptx_stage(art: CudaArtifact, options) -> StageOutput:

@@ -6,10 +6,12 @@ explicitly — `ttg.local_alloc` of the source (each element written once) then 
 into the dot-operand layout — makes the shared-memory traffic visible to the lowering's memory
 allocator and barrier placement, as in Triton.
 
-Shared layout: for an FMA dot (blocked parent) each thread reads whole rows/columns, so the
-tile is stored plainly in the source's dim order (vec = perPhase = maxPhase = 1). For an MMA
-parent, 16-byte vectors along the contiguous dim are XOR-swizzled across 128-byte rows so that
-the 8 rows an ldmatrix reads fall in distinct banks.
+Shared layout: the swizzle kernellab.layouts.best_swizzle picks (fewest bank-conflict
+wavefronts) for the accesses the lowering makes — the one rule the lab's swizzle explorer
+draws. The FMA dot's tile is written from the source layout and read in the dot-operand layout
+one element per thread and instruction (the local_alloc stores and the FMA loop's reads are
+scalar), so both accesses are modelled without their register bases; an MMA parent's operand
+is read as whole fragments.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import ttg
+from kernellab.layouts import LinearLayout, best_swizzle, from_encoding
 from kernellab.passes.ttgir.axis_info import element_bytes
 
 NAME = "reduce_data_duplication"
@@ -34,11 +37,8 @@ def run(module: ModuleOp) -> bool:
         ):
             continue
         shape = op.src.type.get_shape()
-        order = _order(src, len(shape))
         memdesc = ttg.MemDescType(
-            shape,
-            op.src.type.element_type,
-            shared_encoding(dst, shape, order, element_bytes(op.src.type)),
+            shape, op.src.type.element_type, shared_encoding(src, dst, shape, element_bytes(op.src.type))
         )
         alloc = ttg.LocalAllocOp(memdesc, op.src)
         load = ttg.LocalLoadOp(alloc.result, op.result.type)
@@ -47,20 +47,17 @@ def run(module: ModuleOp) -> bool:
     return changed
 
 
-def _order(encoding, rank: int) -> list[int]:
-    while isinstance(encoding, (ttg.SliceEncodingAttr, ttg.DotOperandEncodingAttr)):
-        encoding = encoding.parent
-    if isinstance(encoding, ttg.BlockedEncodingAttr) and encoding.rank == rank:
-        return list(encoding.order)
-    return list(reversed(range(rank)))
+def shared_encoding(src, dst: ttg.DotOperandEncodingAttr, shape, elem_bytes: int):
+    """The swizzled shared layout a tile in layout `src` is staged in to be read as `dst`."""
+    write, read = from_encoding(src, shape), from_encoding(dst, shape)
+    if isinstance(dst.parent, ttg.BlockedEncodingAttr):
+        write, read = _one_element(write), _one_element(read)
+    layout, _ = best_swizzle([write, read], elem_bytes)
+    record = layout.encoding
+    return ttg.SwizzledSharedEncodingAttr(record.vec, record.per_phase, record.max_phase, list(record.order))
 
 
-def shared_encoding(dot: ttg.DotOperandEncodingAttr, shape, order, elem_bytes: int):
-    """The swizzled shared layout a tile is staged in before it is read as a dot operand."""
-    if not isinstance(dot.parent, ttg.NvidiaMmaEncodingAttr):
-        return ttg.SwizzledSharedEncodingAttr(1, 1, 1, order)
-    inner = shape[order[0]]
-    vec = max(1, 16 // elem_bytes)
-    per_phase = max(1, 128 // (inner * elem_bytes))
-    max_phase = max(1, (128 // (vec * elem_bytes)) // per_phase)
-    return ttg.SwizzledSharedEncodingAttr(vec, per_phase, max_phase, order)
+def _one_element(layout: LinearLayout) -> LinearLayout:
+    """One scalar access of every thread: `layout` without its registers (each register is
+    its own instruction, with the same bank pattern up to an XOR of the address)."""
+    return LinearLayout({**layout.bases, "register": []}, layout.out_shape, layout.out_dims)

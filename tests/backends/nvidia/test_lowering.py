@@ -24,13 +24,18 @@ from xdsl.dialects.builtin import f32
 
 import kernellab as kl
 import kernellab.language as tl
+from kernellab.backends.llvm.convert import emission_for
+from kernellab.backends.llvm.layout import Lay, layout_of_type
+from kernellab.backends.llvm.memory import layout_vector
+from kernellab.backends.llvm.smem import BarrierTracker, Interval
 from kernellab.backends.nvidia.lowering import make_llir
-from kernellab.backends.nvidia.lowering.convert import emission_for, linear_of
-from kernellab.backends.nvidia.lowering.layout import Lay, blocked_lay, layout_of_type
-from kernellab.backends.nvidia.lowering.memory import layout_vector
-from kernellab.backends.nvidia.lowering.smem import BarrierTracker, Interval
 from kernellab.ir import parse_module, ttg
-from kernellab.layouts import conversion_plan
+from kernellab.layouts import LinearLayout, blocked, conversion_plan
+
+
+def blocked_lay(shape, size_per_thread, threads_per_warp, warps_per_cta, order) -> Lay:
+    """The lowering's view of a #ttg.blocked layout, through the layout core."""
+    return Lay(blocked(size_per_thread, threads_per_warp, warps_per_cta, order, shape))
 
 TARGETS = ("sm_80", "sm_90")
 
@@ -213,7 +218,9 @@ def test_convert_between_equal_layouts_is_free_and_otherwise_goes_through_shared
 def test_emission_follows_the_layout_cores_plan():
     a = blocked_lay((32, 16), [1, 4], [8, 4], [4, 1], [1, 0])
     assert emission_for(a, a, f32).kind == "noop"
-    swapped = Lay(a.shape, (a.reg[1], a.reg[0]) + a.reg[2:], a.lane, a.warp)
+    bases = a.linear.bases
+    regs = bases["register"]
+    swapped = Lay(LinearLayout({**bases, "register": (regs[1], regs[0]) + regs[2:]}, a.shape))
     em = emission_for(a, swapped, f32)
     assert em.kind == "registers" and em.reg_const[1] == 2 and em.reg_const[2] == 1
     assert em.candidates == [0] and not em.lane_varies
@@ -260,7 +267,7 @@ def test_convert_layout_emits_what_conversion_plan_says(kind):
     src, dst = layout_of_type(cv.src.type), layout_of_type(cv.result.type)
     em = emission_for(src, dst, f32)
     # the lowering's choice is the layout core's
-    plan = conversion_plan(linear_of(src), linear_of(dst))
+    plan = conversion_plan(src.linear, dst.linear)
     assert em.kind == plan.kind == kind.split("_")[0]
     if kind == "registers":
         assert plan.register_map == em.reg_const
@@ -288,7 +295,7 @@ def test_convert_layout_emits_what_conversion_plan_says(kind):
 
 def test_split_plans_both_halves_with_one_conversion():
     # join then split in one layout: each is a single conversion, planned once
-    from kernellab.backends.nvidia.lowering import convert as convert_mod
+    from kernellab.backends.llvm import convert as convert_mod
 
     text = """
 #blocked = #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
@@ -315,7 +322,7 @@ builtin.module attributes {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, 
         calls.append(op.name)
         return real(ctx, src, dst, op)
 
-    import kernellab.backends.nvidia.lowering.shape as shape_mod
+    import kernellab.backends.llvm.shape as shape_mod
 
     saved = shape_mod.convert
     shape_mod.convert = spy
@@ -445,15 +452,18 @@ def test_rank3_fma_operands_hold_every_k_of_each_threads_batch_rows_and_columns(
 
 @pytest.mark.parametrize("spt,tpw,wpc,order,shape,k", _RANK3_PARENTS)
 def test_rank3_fma_loop_reads_the_same_batch_element_as_it_accumulates(spt, tpw, wpc, order, shape, k):
-    # the lowering's FMA loop: accumulator register r, step kk reads A register r + (kk << nc)
-    # and B register r + (kk << nc); those must be a[b, m, kk] and b[b, kk, n] for c[b, m, n]
-    from kernellab.backends.nvidia.lowering.dot import operand_layouts
-    from kernellab.layouts import blocked
+    # the lowering's FMA loop: accumulator register r, step kk reads the A and B registers
+    # operand_flats names in the operands' dot-operand layouts (from the TTGIR types); those
+    # must hold a[b, m, kk] and b[b, kk, n] for c[b, m, n] in every thread
+    from kernellab.backends.llvm.dot import operand_flats
+    from kernellab.layouts import dot_operand
 
     bsz, m, n = shape
-    c = Lay.from_linear(blocked(spt, tpw, wpc, order, shape), shape)
-    a_need, b_need = operand_layouts(c, (bsz, m, k), (bsz, k, n))
-    nc = len(c.reg)
+    parent = blocked(spt, tpw, wpc, order, shape)
+    c = Lay(parent)
+    a_need = Lay(dot_operand(0, parent, 0, (bsz, m, k)))
+    b_need = Lay(dot_operand(1, parent, 0, (bsz, k, n)))
+    operands = operand_flats(c, a_need.shape, b_need.shape)
 
     def thread_part(lay, lane, warp):
         f = 0
@@ -469,8 +479,10 @@ def test_rank3_fma_loop_reads_the_same_batch_element_as_it_accumulates(spt, tpw,
             for r in range(c.nregs):
                 cb, cm, cn = c.coords(c.reg_flat[r] ^ tc)
                 for kk in range(k):
-                    assert a_need.coords(a_need.reg_flat[r + (kk << nc)] ^ ta) == (cb, cm, kk)
-                    assert b_need.coords(b_need.reg_flat[r + (kk << nc)] ^ tb) == (cb, kk, cn)
+                    fa, fb = operands(c.reg_of_flat[c.reg_flat[r]], kk)
+                    ar, br = a_need.reg_of_flat[fa], b_need.reg_of_flat[fb]
+                    assert a_need.coords(a_need.reg_flat[ar] ^ ta) == (cb, cm, kk)
+                    assert b_need.coords(b_need.reg_flat[br] ^ tb) == (cb, kk, cn)
 
 
 def test_batched_dot_ptx_has_one_fma_per_accumulator_element_and_k(compiled):

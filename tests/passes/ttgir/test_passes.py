@@ -252,15 +252,23 @@ def test_dot_operands_go_through_shared_memory():
 
 
 def test_mma_operands_get_a_swizzled_layout():
+    # the layout core's best_swizzle (what the lab's swizzle explorer draws) finds Triton's
+    # ldmatrix swizzle for fp16 MMA operands: 16-byte vectors XORed across 128-byte rows
+    from kernellab.layouts import analyze, best_swizzle, from_encoding, swizzled_shared
+    from kernellab.passes.ttgir.encodings import default_blocked
+
     mma = ttg.NvidiaMmaEncodingAttr(2, 0, [2, 2], [16, 8])
-    shared = reduce_data_duplication.shared_encoding(
-        ttg.DotOperandEncodingAttr(0, mma, 2), [128, 64], [1, 0], 2
-    )
-    assert shared == ttg.SwizzledSharedEncodingAttr(8, 1, 8, [1, 0])
-    shared = reduce_data_duplication.shared_encoding(
-        ttg.DotOperandEncodingAttr(0, mma, 2), [128, 32], [1, 0], 2
-    )
-    assert shared == ttg.SwizzledSharedEncodingAttr(8, 2, 4, [1, 0])
+    dot = ttg.DotOperandEncodingAttr(0, mma, 2)
+    for shape, want in (([128, 64], (8, 1, 8)), ([128, 32], (8, 2, 4))):
+        src = default_blocked(shape, 4)
+        shared = reduce_data_duplication.shared_encoding(src, dot, shape, 2)
+        assert shared == ttg.SwizzledSharedEncodingAttr(*want, [1, 0])
+        accesses = [from_encoding(src, shape), from_encoding(dot, shape)]
+        best, _ = best_swizzle(accesses, 2)
+        assert best == from_encoding(shared, shape)
+        plain = swizzled_shared(1, 1, 1, [1, 0], shape)
+        wavefronts = [sum(int(analyze(a, s, 2).wavefronts.sum()) for a in accesses) for s in (plain, best)]
+        assert wavefronts[1] < wavefronts[0]
 
 
 def test_batched_dot_operands_are_rank_3_dot_ops_staged_in_shared_memory():
@@ -268,13 +276,37 @@ def test_batched_dot_operands_are_rank_3_dot_ops_staged_in_shared_memory():
     check(ir, [
         re.compile(r"#blocked\d? = #ttg\.blocked<\{sizePerThread = \[1, 1, 1\], threadsPerWarp = \[\d+, \d+, \d+\], "
                    r"warpsPerCTA = \[\d+, \d+, \d+\], order = \[2, 1, 0\]\}>"),
-        "#shared = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [2, 1, 0]}>",
+        # A's rows are read one k at a time by lanes along m (32 floats apart): swizzled so
+        # those reads hit distinct banks; B's columns are already conflict-free plain
+        "#shared = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 2, order = [2, 1, 0]}>",
+        "#shared1 = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [2, 1, 0]}>",
         re.compile(r"ttg\.local_load %\d+ : !ttg\.memdesc<2x16x32xf32, #shared, #smem> -> "
                    r"tensor<2x16x32xf32, #ttg\.dot_op<\{opIdx = 0, parent = #blocked\d?\}>>"),
         re.compile(r"tensor<2x32x16xf32, #ttg\.dot_op<\{opIdx = 1, parent = #blocked\d?\}>>"),
         re.compile(r"tt\.dot .* -> tensor<2x16x16xf32, #blocked\d?>"),
     ])  # fmt: skip
     check_not(ir, ["ttg.convert_layout %a", "ttg.convert_layout %b"])
+
+
+def test_fma_operand_staging_is_best_swizzle_for_the_scalar_accesses_the_lowering_makes():
+    # one swizzle rule: the layout core's best_swizzle, on one element per thread (the
+    # local_alloc stores and the FMA loop's reads are scalar); never worse than plain
+    from kernellab.layouts import LinearLayout, analyze, from_encoding, swizzled_shared
+
+    src = ttg.BlockedEncodingAttr([1, 1], [1, 32], [4, 1], [1, 0])
+    parent = ttg.BlockedEncodingAttr([1, 1], [2, 16], [4, 1], [1, 0])
+    shape = [32, 64]
+    dot = ttg.DotOperandEncodingAttr(0, parent)
+    shared = reduce_data_duplication.shared_encoding(src, dot, shape, 4)
+
+    def scalar(layout):
+        return LinearLayout({**layout.bases, "register": []}, layout.out_shape, layout.out_dims)
+
+    accesses = [scalar(from_encoding(src, shape)), scalar(from_encoding(dot, shape))]
+    plain = swizzled_shared(1, 1, 1, [1, 0], shape)
+    ways = [[analyze(a, s, 4).max_ways for a in accesses] for s in (plain, from_encoding(shared, shape))]
+    assert ways[0] == [1, 2]  # lanes along m read A[m, k] 64 floats apart: 2-way conflicts
+    assert ways[1] == [1, 1]
 
 
 def test_batched_dot_operand_layouts_give_each_thread_all_of_k():

@@ -1,10 +1,56 @@
-"""TTGIR → LLVM IR for NVIDIA GPUs, built with llvmlite.ir.
+"""TTGIR → LLVM IR for NVIDIA GPUs: the LLVM lowering core (kernellab.backends.llvm) with the
+NVIDIA target (target.py) and the rules only NVIDIA has (debug.py: printf and assert).
 
-`make_llir(module, options) -> (llir_text, metadata)`; see core.py for the driver and the
-modules beside it for each family of ops (elementwise, memory, shape, reduce, scan, dot,
-control, debug).
+`make_llir(module, options) -> (llir_text, metadata)`.
 """
 
-from kernellab.backends.nvidia.lowering.core import LoweringError, make_llir
+from __future__ import annotations
 
-__all__ = ["make_llir", "LoweringError"]
+from xdsl.dialects.builtin import ModuleOp
+
+from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
+from kernellab.backends.nvidia.lowering import debug
+from kernellab.backends.nvidia.lowering.target import NvidiaTarget
+from kernellab.ir import tt, ttg
+
+RULES = {**CORE_RULES, **debug.RULES}
+SCRATCH = dict(CORE_SCRATCH)
+
+
+def arch_of(module: ModuleOp, options) -> int:
+    """The sm number to lower for: the options' target, else the module's, else 90."""
+    for name in (lambda: getattr(options, "target", None), lambda: ttg.target(module)):
+        digits = "".join(ch for ch in str(name() or "") if ch.isdigit())
+        if digits:
+            return int(digits)
+    return 90
+
+
+def with_shared_header(llvm_text: str, shared: int) -> str:
+    """The shared-memory size travels with the text, so compiling can resume from LLVM IR or
+    PTX (backend.py reads `kernellab.shared = N`); module asm lands in the PTX verbatim."""
+    return (
+        f"; kernellab.shared = {shared}\n"
+        + llvm_text
+        + f'\nmodule asm "// kernellab.shared = {shared}"\n'
+    )
+
+
+def shared_memory_plan(module: ModuleOp, options=None):
+    """The shared-memory plan (an llvm.smem.SmemPlan) the lowering makes for a TTGIR module:
+    what the lab shows as buffers placed by liveness."""
+    target = NvidiaTarget(arch_of(module, options))
+    lowering = Lowering(module, target, RULES, SCRATCH, options)
+    return lowering.plan_shared_memory(tt.entry_function(module))
+
+
+def make_llir(module: ModuleOp, options=None) -> tuple[str, dict]:
+    """TTGIR module → (LLVM IR text, metadata with name, num_warps, threads_per_block, shared,
+    bar_syncs)."""
+    target = NvidiaTarget(arch_of(module, options))
+    text, metadata = Lowering(module, target, RULES, SCRATCH, options).run()
+    return with_shared_header(text, metadata["shared"]), metadata
+
+
+__all__ = ["make_llir", "shared_memory_plan", "LoweringError", "NvidiaTarget", "RULES", "SCRATCH",
+           "with_shared_header"]

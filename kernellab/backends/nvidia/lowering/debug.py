@@ -16,8 +16,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 from xdsl.dialects.builtin import FileLineColLoc, TensorType
 
-from kernellab.backends.nvidia.lowering.core import lowers
-from kernellab.backends.nvidia.lowering.types import F16, BF16, F32, F64, I32, I64, PTR, bitwidth, llty
+from kernellab.backends.llvm.types import F16, BF16, F32, F64, I32, I64, PTR
 from kernellab.ir import tt
 
 
@@ -70,12 +69,9 @@ def _alloca(ctx, ty):
 
 
 def _pids(ctx):
-    from kernellab.backends.nvidia.lowering.control import _sreg
-
-    return [_sreg(ctx, f"ctaid.{a}") for a in "xyz"]
+    return [ctx.target.program_id(ctx, axis) for axis in range(3)]
 
 
-@lowers(tt.PrintOp)
 def _print(ctx, op):
     b = ctx.b
     label = op.prefix.data.strip()
@@ -113,7 +109,6 @@ def _print(ctx, op):
                 emit()
 
 
-@lowers(tt.AssertOp)
 def _assert(ctx, op):
     b = ctx.b
     cond = ctx.get(op.condition)
@@ -132,3 +127,10 @@ def _assert(ctx, op):
     with b.if_then(b.not_(ok), likely=False):
         b.call(fail, [ctx.cstring(op.message.data), ctx.cstring(file), I32(line),
                       ctx.cstring(ctx.func_op.sym_name.data), I64(1)])  # fmt: skip
+
+
+# op class -> fn(ctx, op) emitting its LLVM IR
+RULES = {
+    tt.PrintOp: _print,
+    tt.AssertOp: _assert,
+}

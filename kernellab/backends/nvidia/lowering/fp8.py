@@ -18,7 +18,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
-from kernellab.backends.nvidia.lowering.types import BF16, F16, F32, F64, I16, I32, I8, is_fp8, llty
+from kernellab.backends.llvm.float_casts import fp_ext, fp_trunc, round_to_odd_f32
+from kernellab.backends.llvm.types import BF16, F16, F32, F64, I16, I32, I8, is_fp8, llty
 
 # per format: (mantissa bits, exponent bias, largest finite code, NaN code, subnormal scale)
 _E4M3 = (3, 7, 0x7E, 0x7F, 9)
@@ -38,7 +39,7 @@ def fp8_to_f32(ctx, x, src):
     if isinstance(src, builtin.Float8E5M2Type):
         h = b.bitcast(b.shl(b.zext(x, I16), I16(8)), F16)
         return b.fpext(h, F32)
-    if ctx.arch >= 90:
+    if ctx.target.arch >= 90:
         h2 = ctx.asm(I32, "cvt.rn.f16x2.e4m3x2 $0, $1;", "=r,h", [b.zext(x, I16)], side_effect=False)
         h = b.bitcast(b.trunc(h2, I16), F16)
         return b.fpext(h, F32)
@@ -56,7 +57,7 @@ def fp8_to_f32(ctx, x, src):
 
 def f32_to_fp8(ctx, x, dst, rounding: str):
     b = ctx.b
-    if rounding == "rtne" and ctx.arch >= 90:
+    if rounding == "rtne" and ctx.target.arch >= 90:
         r = ctx.asm(I16, f"cvt.rn.satfinite.{_ptx_name(dst)}x2.f32 $0, $2, $1;", "=h,r,r",
                     [b.bitcast(x, I32), I32(0)], side_effect=False)  # fmt: skip
         return b.trunc(r, I8)
@@ -110,8 +111,6 @@ def _rz(ctx, x, dst_ty):
 
 def convert_float(ctx, x, src, dst, rounding: str = "rtne"):
     """x (of IR float type src) → IR float type dst."""
-    from kernellab.backends.nvidia.lowering.elementwise import fp_ext, fp_trunc, round_to_odd_f32
-
     b = ctx.b
     if is_fp8(dst):
         if is_fp8(src) and type(src) is type(dst):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from kernellab.backends.nvidia.lowering.types import F32, F64, I32, I64
+from kernellab.backends.llvm.types import F32, F64, I32, I64
 
 PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)
 TWO_OVER_PI = 0.6366197723675814
@@ -94,7 +94,6 @@ def _log_parts(ctx, x):
 
 
 def log_f32(ctx, x):
-    b = ctx.b
     dk, l1p = _log_parts(ctx, x)
     res = _fma(ctx, dk, _c(F32, 0.693145751953125), _fma(ctx, dk, _c(F32, 1.428606765330187e-06), l1p))
     return _select_special(ctx, x, res)
@@ -187,7 +186,7 @@ def erf_f32(ctx, x):
     z = b.fmul(t, t)
     small = _fma(ctx, x, horner(ctx, ERF_Q, z), x)
     g = horner(ctx, ERF_G, b.fsub(t, _c(F32, 2.5)))
-    big = b.fsub(_c(F32, 1.0), ctx.call("llvm.nvvm.ex2.approx.f", F32, [g]))
+    big = b.fsub(_c(F32, 1.0), ctx.target.exp2_approx_f32(ctx, g))
     big = b.select(b.fcmp_ordered(">=", t, _c(F32, 3.92)), _c(F32, 1.0), big)
     big = ctx.call("llvm.copysign.f32", F32, [big, x])
     return b.select(b.fcmp_ordered("<", t, _c(F32, 1.0)), small, big)

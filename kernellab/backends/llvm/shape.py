@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
-from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
-from kernellab.backends.nvidia.lowering.layout import Lay, _log2, coords_of, flat_of
-from kernellab.backends.nvidia.lowering.remap import pull_back
-from kernellab.backends.nvidia.lowering.types import I8, I32, TV, SmemBuf, bitwidth, llty
+from kernellab.backends.llvm.convert import convert, convert_scratch_bytes
+from kernellab.backends.llvm.errors import LoweringError
+from kernellab.backends.llvm.layout import Lay, coords_of, derived, flat_of
+from kernellab.backends.llvm.remap import pull_back
+from kernellab.backends.llvm.shared_buffers import buffer_interval, load_tensor, smem_buf_of, store_tensor
+from kernellab.backends.llvm.types import I32, TV
 from kernellab.ir import tt, ttg
 
 # ------------------------------------------------------------------------- index maps
@@ -46,14 +47,9 @@ def trans_map(order, src_shape, dst_shape):
     return g
 
 
-def virtual_pair(lhs: Lay, rhs_regs_count: int, which_basis: int, shape, shift: int = 0) -> Lay:
+def virtual_pair(lhs: Lay, which_basis: int, shape, shift: int = 0) -> Lay:
     """Layout of two same-layout tensors seen as one: an extra register bit selects rhs."""
-    return Lay(
-        tuple(shape),
-        tuple(b << shift for b in lhs.reg) + (which_basis,),
-        tuple(b << shift for b in lhs.lane),
-        tuple(b << shift for b in lhs.warp),
-    )
+    return derived(lhs, lambda f: f << shift, shape, (which_basis,))
 
 
 def _conversions(ctx, op):
@@ -81,9 +77,9 @@ def _conversions(ctx, op):
         dst_lay = ctx.lay(dst_t)
         shape = tuple(dst_t.get_shape())
         if isinstance(op, tt.JoinOp):
-            virt = virtual_pair(lay, lay.nregs, 1, shape, shift=1)
+            virt = virtual_pair(lay, 1, shape, shift=1)
         else:
-            virt = virtual_pair(lay, lay.nregs, lay.numel, shape)
+            virt = virtual_pair(lay, lay.numel, shape)
         return [((op.lhs, op.rhs), virt, dst_lay, src_t.element_type, [(op.result, dst_lay, 0)])]
     if isinstance(op, tt.SplitOp):
         # both halves at once: the target is the lhs result pulled back, plus a top register
@@ -94,8 +90,7 @@ def _conversions(ctx, op):
         outs = [(res, ctx.lay(res.type)) for res in (op.out_lhs, op.out_rhs)]
         targets = []
         for res, dst_lay in outs:
-            want = pull_back(dst_lay, lambda f: f << 1, shape)
-            both = Lay(shape, want.reg + (1,), want.lane, want.warp)
+            both = derived(dst_lay, lambda f: f << 1, shape, (1,))
             targets.append((both, dst_lay))
         e = src_t.element_type
         (lhs, lhs_lay), (rhs, rhs_lay) = outs
@@ -109,8 +104,11 @@ def _conversions(ctx, op):
     raise LoweringError(f"no plan for {op.name}")
 
 
-@scratch(tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, ttg.ConvertLayoutOp,
-         tt.JoinOp, tt.CatOp, tt.SplitOp)  # fmt: skip
+# ops that become same-shape conversions (see _conversions)
+_CONVERSION_OPS = (tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, ttg.ConvertLayoutOp,
+                   tt.JoinOp, tt.CatOp, tt.SplitOp)  # fmt: skip
+
+
 def _shape_scratch(ctx, op) -> int:
     if not isinstance(op.results[0].type, TensorType) or ttg.encoding_of(op.results[0].type) is None:
         return 0
@@ -123,8 +121,6 @@ def _shape_scratch(ctx, op) -> int:
     return need
 
 
-@lowers(tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, ttg.ConvertLayoutOp,
-        tt.JoinOp, tt.CatOp, tt.SplitOp)  # fmt: skip
 def _shape_op(ctx, op):
     for srcs, src_lay, target, e, results in _conversions(ctx, op):
         if len(srcs) == 2:
@@ -142,7 +138,6 @@ def _shape_op(ctx, op):
             ctx.set(res, TV(moved[first : first + dst_lay.nregs], dst_lay, e))
 
 
-@lowers(tt.SplatOp)
 def _splat(ctx, op):
     lay = ctx.lay(op.result.type)
     x = ctx.get(op.src)
@@ -151,7 +146,6 @@ def _splat(ctx, op):
     ctx.set(op.result, TV([x] * lay.nregs, lay, op.result.type.element_type))
 
 
-@lowers(tt.MakeRangeOp)
 def _make_range(ctx, op):
     lay = ctx.lay(op.result.type)
     start = op.start.value.data
@@ -165,110 +159,39 @@ def _make_range(ctx, op):
     ctx.set(op.result, TV(out, lay, op.result.type.element_type))
 
 
-# --------------------------------------------------------------------- shared memory
-
-
-def smem_buf_of(ctx, value) -> SmemBuf:
-    t = value.type
-    enc = t.encoding
-    shape = tuple(t.shape)
-    if isinstance(enc, ttg.SwizzledSharedEncodingAttr):
-        return SmemBuf(ctx.smem.buffers[value], shape, t.element_type, tuple(enc.order),
-                       enc.vec, enc.per_phase, enc.max_phase)  # fmt: skip
-    order = tuple(reversed(range(len(shape))))
-    return SmemBuf(ctx.smem.buffers[value], shape, t.element_type, order)
-
-
-def smem_offset(ctx, buf: SmemBuf, coords: list):
-    """i32 element offset of `coords` (i32 values) in `buf` (swizzled as its encoding says)."""
-    b = ctx.b
-    order = buf.order
-    rank = len(buf.shape)
-    if rank == 1:
-        return coords[0]
-    col_dim, row_dim = order[0], order[1]
-    col, row = coords[col_dim], coords[row_dim]
-    ncol = buf.shape[col_dim]
-    if buf.max_phase > 1:
-        phase = b.and_(b.lshr(row, I32(_log2(buf.per_phase))), I32(buf.max_phase - 1))
-        vec_shift = _log2(buf.vec)
-        col = b.xor(col, b.shl(phase, I32(vec_shift)))
-    off = b.add(b.mul(row, I32(ncol)), col)
-    stride = ncol * buf.shape[row_dim]
-    for d in order[2:]:
-        off = b.add(off, b.mul(coords[d], I32(stride)))
-        stride *= buf.shape[d]
-    return off
-
-
-def _store_tensor(ctx, buf: SmemBuf, tv: TV, iv):
-    b = ctx.b
-    lay = tv.lay
-    ety = llty(tv.elem)
-    store_ty = I8 if bitwidth(tv.elem) == 1 else ety
-    nbytes = max(1, bitwidth(tv.elem) // 8)
-    ctx.smem_access(iv, write=True)
-    for r in lay.canonical_regs:
-        coords = [ctx.coord(lay, r, d) for d in range(lay.rank)]
-        off = smem_offset(ctx, buf, coords)
-        ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(off, I32(nbytes))))
-        v = tv.regs[r]
-        if store_ty is not ety:
-            v = b.zext(v, store_ty)
-        b.store(v, ptr)
-
-
-def _load_tensor(ctx, buf: SmemBuf, lay: Lay, elem, iv) -> TV:
-    b = ctx.b
-    ety = llty(elem)
-    load_ty = I8 if bitwidth(elem) == 1 else ety
-    nbytes = max(1, bitwidth(elem) // 8)
-    ctx.smem_access(iv, write=False)
-    out, memo = [], {}
-    for r in range(lay.nregs):
-        f = lay.reg_flat[r]
-        if f in memo:
-            out.append(memo[f])
-            continue
-        coords = [ctx.coord(lay, r, d) for d in range(lay.rank)]
-        off = smem_offset(ctx, buf, coords)
-        ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(off, I32(nbytes))))
-        v = b.load(ptr, typ=load_ty)
-        if load_ty is not ety:
-            v = b.trunc(v, ety)
-        memo[f] = v
-        out.append(v)
-    return TV(out, lay, elem)
-
-
-def _buf_interval(ctx, value):
-    from kernellab.backends.nvidia.lowering.smem import Interval
-
-    off = ctx.smem.buffers[value]
-    return Interval(off, off + ctx.smem.buffer_size[value])
-
-
-@lowers(ttg.LocalAllocOp)
 def _local_alloc(ctx, op):
     buf = smem_buf_of(ctx, op.result)
     ctx.set(op.result, buf)
     if op.src is not None:
-        _store_tensor(ctx, buf, ctx.get(op.src), _buf_interval(ctx, op.result))
+        store_tensor(ctx, buf, ctx.get(op.src), buffer_interval(ctx, op.result))
 
 
-@lowers(ttg.LocalStoreOp)
 def _local_store(ctx, op):
     buf = ctx.get(op.dst)
-    _store_tensor(ctx, buf, ctx.get(op.src), _buf_interval(ctx, op.dst))
+    store_tensor(ctx, buf, ctx.get(op.src), buffer_interval(ctx, op.dst))
 
 
-@lowers(ttg.LocalLoadOp)
 def _local_load(ctx, op):
     buf = ctx.get(op.src)
     t = op.result.type
-    ctx.set(op.result, _load_tensor(ctx, buf, ctx.lay(t), t.element_type, _buf_interval(ctx, op.src)))
+    ctx.set(op.result, load_tensor(ctx, buf, ctx.lay(t), t.element_type, buffer_interval(ctx, op.src)))
 
 
-@lowers(ttg.LocalDeallocOp)
 def _local_dealloc(ctx, op):
     pass
+
+
+# op class -> fn(ctx, op) emitting its LLVM IR
+RULES = {
+    **{cls: _shape_op for cls in _CONVERSION_OPS},
+    tt.SplatOp: _splat,
+    tt.MakeRangeOp: _make_range,
+    ttg.LocalAllocOp: _local_alloc,
+    ttg.LocalStoreOp: _local_store,
+    ttg.LocalLoadOp: _local_load,
+    ttg.LocalDeallocOp: _local_dealloc,
+}
+
+
+# op class -> fn(ctx, op) -> bytes of shared-memory scratch it needs
+SCRATCH = {cls: _shape_scratch for cls in _CONVERSION_OPS}

@@ -16,11 +16,12 @@ A reverse scan runs the same steps with every order flipped. Combines always tak
 
 from __future__ import annotations
 
-from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
-from kernellab.backends.nvidia.lowering.layout import Lay, _log2
-from kernellab.backends.nvidia.lowering.reduce import axis_mask, combiner, compress, shuffle
-from kernellab.backends.nvidia.lowering.remap import smem_elem_bytes
-from kernellab.backends.nvidia.lowering.types import I32, I8, TV, bitwidth, llty
+from kernellab.backends.llvm.axis import axis_mask, combiner
+from kernellab.backends.llvm.errors import LoweringError
+from kernellab.backends.llvm.layout import Lay, _log2
+from kernellab.backends.llvm.warp_shuffle import shuffle
+from kernellab.backends.llvm.remap import smem_elem_bytes
+from kernellab.backends.llvm.types import I32, I8, TV, bitwidth, llty
 from kernellab.ir import tt
 
 
@@ -60,7 +61,6 @@ class _Plan:
         self.axis = axis
 
 
-@scratch(tt.ScanOp)
 def _scan_scratch(ctx, op) -> int:
     lay = ctx.lay(op.srcs[0].type)
     plan = _Plan(lay, op.axis.value.data)
@@ -78,7 +78,6 @@ def _sel(ctx, cond, a: list, b: list) -> list:
     return [ctx.b.select(cond, x, y) for x, y in zip(a, b)]
 
 
-@lowers(tt.ScanOp)
 def _scan(ctx, op):
     b = ctx.b
     axis = op.axis.value.data
@@ -249,3 +248,15 @@ def _scan(ctx, op):
 
     for k, res in enumerate(op.result):
         ctx.set(res, TV([vals[r][k] for r in range(lay.nregs)], lay, srcs[k].elem))
+
+
+# op class -> fn(ctx, op) emitting its LLVM IR
+RULES = {
+    tt.ScanOp: _scan,
+}
+
+
+# op class -> fn(ctx, op) -> bytes of shared-memory scratch it needs
+SCRATCH = {
+    tt.ScanOp: _scan_scratch,
+}

@@ -16,14 +16,13 @@ from the reads, and every thread reads its result registers back.
 
 from __future__ import annotations
 
-from kernellab.backends.nvidia.lowering.layout import Lay, _log2
-from kernellab.backends.nvidia.lowering.types import I8, I32, TV, bitwidth, llty
+from kernellab.backends.llvm.layout import Lay, _log2, derived
+from kernellab.backends.llvm.types import I8, I32, TV, bitwidth, llty
 
 
 def pull_back(dst: Lay, g, src_shape) -> Lay:
     """The layout over the source shape whose register/lane/warp bases are g(dst bases)."""
-    return Lay(tuple(src_shape), tuple(g(b) for b in dst.reg), tuple(g(b) for b in dst.lane),
-               tuple(g(b) for b in dst.warp))  # fmt: skip
+    return derived(dst, g, src_shape)
 
 
 def pad_shift(shape) -> int:

@@ -18,22 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernellab.backends.nvidia.lowering.layout import Lay, coords_of
-from kernellab.backends.nvidia.lowering.remap import padded_elems, smem_elem_bytes, through_smem
-from kernellab.backends.nvidia.lowering.types import I32, TV
-from kernellab.layouts import LinearLayout, conversion_plan
+from kernellab.backends.llvm.layout import Lay
+from kernellab.backends.llvm.remap import padded_elems, smem_elem_bytes, through_smem
+from kernellab.backends.llvm.types import I32, TV
+from kernellab.backends.llvm.warp_shuffle import shuffle
+from kernellab.layouts import conversion_plan
 
 MAX_CANDIDATES = 4
-
-
-def linear_of(lay: Lay) -> LinearLayout:
-    """The LinearLayout a Lay stands for (bases as tensor coordinates)."""
-
-    def rows(flats):
-        return [coords_of(f, lay.shape) for f in flats]
-
-    bases = {"register": rows(lay.reg), "lane": rows(lay.lane), "warp": rows(lay.warp)}
-    return LinearLayout(bases, lay.shape)
 
 
 def _span(vectors) -> list[int]:
@@ -80,7 +71,7 @@ def emission_for(src: Lay, dst: Lay, elem) -> Emission:
         return em
     if src.shape != dst.shape:
         raise ValueError(f"convert needs one shape, got {src.shape} and {dst.shape}")
-    plan = conversion_plan(linear_of(src), linear_of(dst), nbytes, suggest_swizzle=False)
+    plan = conversion_plan(src.linear, dst.linear, nbytes, suggest_swizzle=False)
     if plan.kind in ("noop", "shared"):
         em = Emission(plan.kind)
     else:
@@ -118,8 +109,6 @@ def convert(ctx, src: TV, dst: Lay, op=None) -> TV:
         return TV(list(src.regs), dst, src.elem)
     if em.kind == "shared":
         return TV(through_smem(ctx, src, dst, 0, op), dst, src.elem)
-    from kernellab.backends.nvidia.lowering.reduce import shuffle
-
     b = ctx.b
     cands = em.candidates
     # thread-dependent parts, computed once per thread in the prologue
@@ -158,4 +147,4 @@ def convert(ctx, src: TV, dst: Lay, op=None) -> TV:
     return TV(out, dst, src.elem)
 
 
-__all__ = ["convert", "convert_scratch_bytes", "emission_for", "linear_of", "MAX_CANDIDATES"]
+__all__ = ["convert", "convert_scratch_bytes", "emission_for", "MAX_CANDIDATES"]

@@ -1,4 +1,5 @@
-"""IR types → llvmlite types, and the tensor value the lowering carries per thread."""
+"""IR types → llvmlite types, and the values the lowering carries: a distributed tensor's
+registers (TV) and a shared-memory buffer (SmemBuf)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.nvidia.lowering.layout import Lay
+from kernellab.backends.llvm.layout import Lay
 from kernellab.ir.tt import PointerType, element_type
 
 
@@ -91,6 +91,11 @@ def bitwidth(t) -> int:
             builtin.Float64Type: 64}[type(t)]  # fmt: skip
 
 
+def float_suffix(ty) -> str | None:
+    """LLVM's name of a float type in intrinsic names and PTX types ("f32", "bf16"...)."""
+    return {F16: "f16", BF16: "bf16", F32: "f32", F64: "f64"}.get(ty)
+
+
 def mem_bytes(t) -> int:
     """Bytes one element of scalar IR type `t` takes in memory (i1 is stored as a byte)."""
     return max(1, bitwidth(t) // 8)
@@ -150,7 +155,3 @@ class SmemBuf:
     vec: int = 1
     per_phase: int = 1
     max_phase: int = 1
-
-
-def is_tensor(t) -> bool:
-    return isinstance(t, TensorType)

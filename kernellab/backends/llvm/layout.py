@@ -1,10 +1,15 @@
-"""The lowering's view of a distributed layout: linear bases on flat element indices.
+"""The lowering's per-thread register view of a layout: linear bases on flat element indices.
 
 Every tensor shape is a power of two in each dim, so the row-major flat index of an element is
 the concatenation of its coordinates' bits, and XOR of coordinates (dim by dim) is XOR of flat
-indices. A layout's `LinearLayout` (kernellab.layouts) therefore becomes three lists of ints:
+indices. A layout's `LinearLayout` (kernellab.layouts) therefore reads as three lists of ints:
 the flat index for each basis of `register`, `lane` and `warp`. The flat index of register r in
 thread (lane, warp) is XOR(reg bases of r's set bits) ^ XOR(lane bases...) ^ XOR(warp bases...).
+
+A `Lay` is only ever made from a LinearLayout — the one in a TTGIR type (`layout_of_type`), or
+one the lowering derives from it by mapping its bases (`derived`: a shape op's pulled-back
+layout, a reduction's partial results) — and keeps it (`.linear`) for the layout core's
+conversion planner: the direction is always LinearLayout → Lay, never back.
 
 Everything the lowering computes about data movement (which register holds which element,
 whether two layouts differ only by a register permutation, which lanes hold duplicates) is
@@ -13,44 +18,41 @@ plain integer arithmetic on these lists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
 from xdsl.dialects.builtin import TensorType
 
+from kernellab.layouts import LinearLayout, from_encoding
 
 def _log2(n: int) -> int:
     assert n > 0 and n & (n - 1) == 0, f"{n} is not a power of two"
     return n.bit_length() - 1
 
 
-@dataclass(frozen=True)
 class Lay:
-    """Bases (as flat row-major element indices) of a distributed layout over `shape`."""
+    """The register/lane/warp bases (as flat row-major element indices) of LinearLayout
+    `linear` over its shape. Equal when the bases are (whatever labels `linear` carries)."""
 
-    shape: tuple[int, ...]
-    reg: tuple[int, ...]
-    lane: tuple[int, ...]
-    warp: tuple[int, ...]
-
-    # ------------------------------------------------------------------ construction
-
-    @staticmethod
-    def from_linear(ll, shape: tuple[int, ...]) -> "Lay":
-        """From a kernellab.layouts.LinearLayout (read through its public API only)."""
+    def __init__(self, linear: LinearLayout):
+        self.linear = linear
+        self.shape = tuple(linear.out_shape)
 
         def bases(dim: str) -> tuple[int, ...]:
-            try:
-                size = ll.in_dim_size(dim)
-            except (KeyError, ValueError):
-                return ()
-            out = []
-            for i in range(_log2(size)):
-                coords = ll.apply(**{dim: 1 << i})
-                out.append(flat_of(coords, shape))
-            return tuple(out)
+            return tuple(
+                flat_of(linear.apply(**{dim: 1 << i}), self.shape)
+                for i in range(_log2(linear.in_dim_size(dim)))
+            )
 
-        return Lay(tuple(shape), bases("register"), bases("lane"), bases("warp"))
+        self.reg, self.lane, self.warp = bases("register"), bases("lane"), bases("warp")
+
+    def _key(self) -> tuple:
+        return (self.shape, self.reg, self.lane, self.warp)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Lay) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     # ---------------------------------------------------------------------- queries
 
@@ -123,9 +125,6 @@ class Lay:
     def dim_part(self, flat: int, d: int) -> int:
         return (flat >> self.dim_shift(d)) & (self.shape[d] - 1)
 
-    def same_threads(self, other: "Lay") -> bool:
-        return self.lane == other.lane and self.warp == other.warp
-
 
 def flat_of(coords, shape) -> int:
     f = 0
@@ -159,40 +158,19 @@ def layout_of_type(t: TensorType) -> Lay:
 
 
 def layout_of_encoding(encoding, shape: tuple[int, ...]) -> Lay:
-    from kernellab.layouts import from_encoding
-
-    return Lay.from_linear(from_encoding(encoding, shape), shape)
+    return Lay(from_encoding(encoding, shape))
 
 
-# --------------------------------------------------------------- layouts made by lowering
+def derived(lay: Lay, flat_map, shape, extra_register: tuple[int, ...] = ()) -> Lay:
+    """The layout over `shape` whose every basis is `flat_map` of `lay`'s (flat indices), with
+    `extra_register` flat bases appended to the registers: built as a LinearLayout from
+    `lay.linear`'s bases, then viewed."""
+    shape = tuple(shape)
+    old = lay.shape
 
+    def mapped(basis) -> tuple[int, ...]:
+        return coords_of(flat_map(flat_of(basis, old)), shape)
 
-def blocked_lay(shape, size_per_thread, threads_per_warp, warps_per_cta, order) -> Lay:
-    """A blocked layout built directly (used for internal conversions, e.g. dot operands)."""
-    rank = len(shape)
-    strides = [0] * rank
-    s = 1
-    for d in reversed(range(rank)):
-        strides[d] = s
-        s *= shape[d]
-
-    def take(counts, covered):
-        bases = []
-        for d in order:
-            for i in range(_log2(counts[d])):
-                c = covered[d] << i
-                bases.append(c * strides[d] if c < shape[d] else 0)
-            covered[d] *= counts[d]
-        return bases
-
-    covered = [1] * rank
-    reg = take(size_per_thread, covered)
-    lane = take(threads_per_warp, covered)
-    warp = take(warps_per_cta, covered)
-    for d in order:  # repeat the CTA tile over the rest of the tensor with more registers
-        while covered[d] < shape[d]:
-            reg.append(covered[d] * strides[d])
-            covered[d] *= 2
-    # registers beyond the shape duplicate elements: drop them (lanes/warps keep zero bases)
-    reg = [b for b in reg if b != 0]
-    return Lay(tuple(shape), tuple(reg), tuple(lane), tuple(warp))
+    bases = {dim: [mapped(b) for b in rows] for dim, rows in lay.linear.bases.items()}
+    bases["register"] = bases.get("register", []) + [coords_of(f, shape) for f in extra_register]
+    return Lay(LinearLayout(bases, shape))

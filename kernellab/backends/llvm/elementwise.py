@@ -2,9 +2,9 @@
 
 Registers that compute from the same inputs are computed once (a splat + splat stays one
 instruction). Accuracy choices (fp32):
-  - exp: `ex2.approx.f32(x * log2 e)` (Triton's fast path): relative error about 2^-21 plus
-    |x|·2^-24 from rounding the product; exp2: `ex2.approx.f32`.
-  - log, log2, sin, cos, erf: our own implementations (mathmath.py), within 2 ulp of the
+  - exp: the target's approximate exp2 of x·log2 e (NVIDIA: `ex2.approx.f32`, Triton's fast
+    path): relative error about 2^-21 plus |x|·2^-24 from rounding the product; exp2 likewise.
+  - log, log2, sin, cos, erf: our own implementations (transcendental.py), within 2 ulp of the
     correctly rounded result over the whole range (sin/cos: |x| < 2^30).
   - sqrt: `sqrt.approx.f32` like Triton's tl.sqrt; tl.sqrt_rn (tt.precise_sqrt) is sqrt.rn.
     rsqrt: `rsqrt.approx.f32`.
@@ -12,7 +12,7 @@ instruction). Accuracy choices (fp32):
   - fp16/bf16 division and remainder are computed in fp32 and rounded once (the interpreter
     does the same); other fp16/bf16 arithmetic is native (add.rn.bf16 on sm_90, fma.rn.bf16
     on sm_80).
-  - fp64: exact ops are LLVM's (IEEE); transcendental functions use mathmath's f64 versions.
+  - fp64: exact ops are LLVM's (IEEE); transcendental functions use transcendental.py's f64 versions.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from xdsl.dialects import builtin
 from kernellab.ir import math as xmath
 from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.nvidia.lowering import mathmath
-from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, opaque
-from kernellab.backends.nvidia.lowering.types import (
-    BF16, F16, F32, F64, I1, I32, I64, TV, bitwidth, is_float, is_fp8, llty,
+from kernellab.backends.llvm import transcendental
+from kernellab.backends.llvm.context import opaque
+from kernellab.backends.llvm.errors import LoweringError
+from kernellab.backends.llvm.float_casts import fp_ext, fp_trunc
+from kernellab.backends.llvm.types import (
+    BF16, F16, F32, F64, I1, I32, I64, TV, float_suffix, is_fp8, llty, mem_llty,
 )  # fmt: skip
 from kernellab.ir import arith, tt
 
@@ -88,7 +90,6 @@ def const_value(t, value):
     return ir.Constant(ty, float(value))
 
 
-@lowers(arith.ConstantOp)
 def _constant(ctx, op):
     attr = op.value
     t = op.result.type
@@ -126,17 +127,12 @@ def _nonuniform_constant(ctx, op, values, lay, e):
 
 
 def _intr_suffix(ty) -> str:
-    if ty == F32:
-        return "f32"
-    if ty == F64:
-        return "f64"
-    if ty == F16:
-        return "f16"
-    if ty == BF16:
-        return "bf16"
     if isinstance(ty, ir.IntType):
         return f"i{ty.width}"
-    raise LoweringError(f"no intrinsic suffix for {ty}")
+    name = float_suffix(ty)
+    if name is None:
+        raise LoweringError(f"no intrinsic suffix for {ty}")
+    return name
 
 
 def intr(ctx, base: str, *args, ret=None):
@@ -180,10 +176,11 @@ def int_binary(ctx, name: str):
 
 
 def fdiv(ctx, x, y):
-    """`/` on floats: div.full.f32 for fp32 (as Triton), IEEE otherwise."""
+    """`/` on floats: the target's fp32 division (NVIDIA: div.full.f32, as Triton), IEEE
+    otherwise."""
     b = ctx.b
     if x.type == F32:
-        return ctx.call("llvm.nvvm.div.full", F32, [x, y])
+        return ctx.target.fdiv_f32(ctx, x, y)
     if x.type == F64:
         return b.fdiv(x, y)
     return via_f32(ctx, lambda p, q: b.fdiv(p, q), x, y)
@@ -213,18 +210,13 @@ def binary_fn(ctx, name: str, t):
     return float_binary(ctx, name)
 
 
-for _name, _cls in arith.BINARY_OPS.items():
+def _binary_rule(name: str):
+    def lower(ctx, op):
+        map_op(ctx, op, binary_fn(ctx, name, elem(op.result.type)))
 
-    def _make(name):
-        def lower(ctx, op):
-            map_op(ctx, op, binary_fn(ctx, name, elem(op.result.type)))
-
-        return lower
-
-    lowers(_cls)(_make(_name))
+    return lower
 
 
-@lowers(arith.NegfOp)
 def _negf(ctx, op):
     map_op(ctx, op, lambda x: ctx.b.fneg(x))
 
@@ -264,17 +256,14 @@ def cmpf_fn(ctx, pred: str):
     return lambda x, y: b.fcmp_unordered(sym, x, y)
 
 
-@lowers(arith.CmpiOp)
 def _cmpi(ctx, op):
     map_op(ctx, op, cmpi_fn(ctx, op.predicate_name))
 
 
-@lowers(arith.CmpfOp)
 def _cmpf(ctx, op):
     map_op(ctx, op, cmpf_fn(ctx, op.predicate_name))
 
 
-@lowers(arith.SelectOp)
 def _select(ctx, op):
     map_op(ctx, op, lambda c, x, y: ctx.b.select(c, x, y))
 
@@ -307,35 +296,6 @@ def cast_fn(ctx, name: str, src_t, dst_t):
     raise LoweringError(f"no cast {name}")
 
 
-def fp_ext(ctx, x, dst):
-    b = ctx.b
-    if x.type == BF16 and dst == F64:
-        return b.fpext(b.fpext(x, F32), F64)
-    return b.fpext(x, dst)
-
-
-def fp_trunc(ctx, x, dst):
-    """Round-to-nearest-even narrowing; f64 → bf16/f16 rounds once (cvt.rn.*.f64 or exact via
-    round-to-odd to f32 first)."""
-    b = ctx.b
-    if x.type == F64 and dst in (F16, BF16):
-        return b.fptrunc(round_to_odd_f32(ctx, x), dst)
-    return b.fptrunc(x, dst)
-
-
-def round_to_odd_f32(ctx, x):
-    """f64 → f32 rounded toward zero with the sticky bit ORed into the last place, so that a
-    second rounding (to bf16/f16) gives the correctly rounded result."""
-    b = ctx.b
-    t = ctx.asm(F32, "cvt.rz.f32.f64 $0, $1;", "=f,d", [x], side_effect=False)
-    back = b.fpext(t, F64)
-    inexact = b.fcmp_ordered("!=", back, x)
-    bits = b.bitcast(t, I32)
-    bits = b.or_(bits, b.zext(inexact, I32))
-    finite = b.fcmp_ordered("<", ctx.call("llvm.fabs.f32", F32, [t]), ir.Constant(F32, float("inf")))
-    return b.select(finite, b.bitcast(bits, F32), t)
-
-
 def int_to_fp(ctx, x, dst, signed: bool):
     b = ctx.b
     if dst in (F16, BF16) and x.type.width > 16:
@@ -356,33 +316,29 @@ def fp_to_int(ctx, x, dst, signed: bool):
     return ctx.call(f"{name}.i{dst.width}.{_intr_suffix(x.type)}", dst, [x])
 
 
-for _name, _cls in arith.CAST_OPS.items():
+def _cast_rule(name: str):
+    def lower(ctx, op):
+        fn = cast_fn(ctx, name, elem(op.input.type), elem(op.result.type))
+        map_op(ctx, op, fn)
 
-    def _make_cast(name):
-        def lower(ctx, op):
-            fn = cast_fn(ctx, name, elem(op.input.type), elem(op.result.type))
-            map_op(ctx, op, fn)
-
-        return lower
-
-    lowers(_cls)(_make_cast(_name))
+    return lower
 
 
 # ----------------------------------------------------------------------------- math ops
 
 
-def _unary_math(op_cls, f32_fn, f64_fn=None):
+def _unary_math(f32_fn, f64_fn=None):
     def lower(ctx, op):
         def fn(x):
             if x.type == F64:
                 if f64_fn is None:
-                    raise LoweringError(f"{op.name} on fp64 is not supported by the NVIDIA lowering")
+                    raise LoweringError(f"{op.name} on fp64 is not supported by the {ctx.target.name} lowering")
                 return f64_fn(ctx, x)
             return via_f32(ctx, lambda v: f32_fn(ctx, v), x)
 
         map_op(ctx, op, fn)
 
-    lowers(op_cls)(lower)
+    return lower
 
 
 LOG2E = 1.4426950408889634
@@ -391,19 +347,19 @@ LN2 = 0.6931471805599453
 
 def exp_f32(ctx, x):
     b = ctx.b
-    return ctx.call("llvm.nvvm.ex2.approx.f", F32, [b.fmul(x, ir.Constant(F32, LOG2E))])
+    return ctx.target.exp2_approx_f32(ctx, b.fmul(x, ir.Constant(F32, LOG2E)))
 
 
 def exp2_f32(ctx, x):
-    return ctx.call("llvm.nvvm.ex2.approx.f", F32, [x])
+    return ctx.target.exp2_approx_f32(ctx, x)
 
 
 def sqrt_f32(ctx, x):
-    return ctx.call("llvm.nvvm.sqrt.approx.f", F32, [x])
+    return ctx.target.sqrt_approx_f32(ctx, x)
 
 
 def rsqrt_f32(ctx, x):
-    return ctx.call("llvm.nvvm.rsqrt.approx.f", F32, [x])
+    return ctx.target.rsqrt_approx_f32(ctx, x)
 
 
 def rsqrt_f64(ctx, x):
@@ -411,67 +367,38 @@ def rsqrt_f64(ctx, x):
     return b.fdiv(ir.Constant(F64, 1.0), ctx.call("llvm.sqrt.f64", F64, [x]))
 
 
-_unary_math(xmath.ExpOp, exp_f32, mathmath.exp_f64)
-_unary_math(xmath.Exp2Op, exp2_f32, mathmath.exp2_f64)
-_unary_math(xmath.LogOp, mathmath.log_f32, mathmath.log_f64)
-_unary_math(xmath.Log2Op, mathmath.log2_f32, mathmath.log2_f64)
-_unary_math(xmath.SinOp, mathmath.sin_f32, mathmath.sin_f64)
-_unary_math(xmath.CosOp, mathmath.cos_f32, mathmath.cos_f64)
-_unary_math(xmath.ErfOp, mathmath.erf_f32, mathmath.erf_f64)
-_unary_math(xmath.SqrtOp, sqrt_f32, lambda ctx, x: ctx.call("llvm.sqrt.f64", F64, [x]))
-_unary_math(xmath.RsqrtOp, rsqrt_f32, rsqrt_f64)
-_unary_math(tt.PreciseSqrtOp, lambda ctx, x: ctx.call("llvm.sqrt.f32", F32, [x]),
-            lambda ctx, x: ctx.call("llvm.sqrt.f64", F64, [x]))  # fmt: skip
-
-
-def _native_unary(op_cls, base):
-    @lowers(op_cls)
+def _native_unary(base: str):
     def lower(ctx, op):
         map_op(ctx, op, lambda x: intr(ctx, base, x))
 
-
-_native_unary(xmath.FloorOp, "llvm.floor")
-_native_unary(xmath.CeilOp, "llvm.ceil")
-_native_unary(xmath.AbsFOp, "llvm.fabs")
-_native_unary(xmath.TruncOp, "llvm.trunc")
-_native_unary(xmath.RoundEvenOp, "llvm.roundeven")
-_native_unary(xmath.RoundOp, "llvm.round")
-_native_unary(xmath.CtPopOp, "llvm.ctpop")
+    return lower
 
 
-@lowers(xmath.AbsIOp)
 def _absi(ctx, op):
     map_op(ctx, op, lambda x: ctx.call(f"llvm.abs.{_intr_suffix(x.type)}", x.type, [x, I1(0)]))
 
 
-@lowers(xmath.CountLeadingZerosOp)
 def _clz(ctx, op):
     map_op(ctx, op, lambda x: ctx.call(f"llvm.ctlz.{_intr_suffix(x.type)}", x.type, [x, I1(0)]))
 
 
-@lowers(xmath.CountTrailingZerosOp)
 def _ctz(ctx, op):
     map_op(ctx, op, lambda x: ctx.call(f"llvm.cttz.{_intr_suffix(x.type)}", x.type, [x, I1(0)]))
 
 
-@lowers(xmath.FmaOp)
 def _fma(ctx, op):
     map_op(ctx, op, lambda x, y, z: intr(ctx, "llvm.fma", x, y, z))
 
 
-@lowers(tt.PreciseDivFOp)
 def _precise_div(ctx, op):
     b = ctx.b
     map_op(ctx, op, lambda x, y: via_f32(ctx, lambda p, q: b.fdiv(p, q), x, y))
 
 
-@lowers(tt.MulhiUIOp)
 def _mulhi(ctx, op):
     def fn(x, y):
-        if x.type == I32:
-            return ctx.call("llvm.nvvm.mulhi.ui", I32, [x, y])
-        if x.type == I64:
-            return ctx.call("llvm.nvvm.mulhi.ull", I64, [x, y])
+        if x.type in (I32, I64):
+            return ctx.target.mulhi(ctx, x, y)
         b = ctx.b
         w = x.type.width
         wide = ir.IntType(2 * w)
@@ -481,7 +408,6 @@ def _mulhi(ctx, op):
     map_op(ctx, op, fn)
 
 
-@lowers(tt.ClampFOp)
 def _clampf(ctx, op):
     b = ctx.b
     keep_nan = op.propagateNan.data == "all"
@@ -498,7 +424,6 @@ def _clampf(ctx, op):
     map_op(ctx, op, fn)
 
 
-@lowers(xmath.CopySignOp)
 def _copysign(ctx, op):
     map_op(ctx, op, lambda x, y: intr(ctx, "llvm.copysign", x, y))
 
@@ -506,7 +431,6 @@ def _copysign(ctx, op):
 # ------------------------------------------------------------------------ tt element ops
 
 
-@lowers(tt.BitcastOp)
 def _bitcast(ctx, op):
     dst = elem(op.result.type)
     if isinstance(dst, tt.PointerType):
@@ -516,35 +440,74 @@ def _bitcast(ctx, op):
     map_op(ctx, op, lambda x: ctx.b.bitcast(x, ty))
 
 
-@lowers(tt.IntToPtrOp)
 def _int_to_ptr(ctx, op):
     ty = llty(elem(op.result.type))
     map_op(ctx, op, lambda x: ctx.b.inttoptr(x, ty))
 
 
-@lowers(tt.PtrToIntOp)
 def _ptr_to_int(ctx, op):
     ty = llty(elem(op.result.type))
     map_op(ctx, op, lambda x: ctx.b.ptrtoint(x, ty))
 
 
-@lowers(tt.AddPtrOp)
 def _addptr(ctx, op):
-    from kernellab.backends.nvidia.lowering.types import mem_llty
-
     pointee = elem(op.ptr.type).pointee
     ety = mem_llty(pointee)
     b = ctx.b
     map_op(ctx, op, lambda p, off: b.gep(p, [off], source_etype=ety))
 
 
-@lowers(tt.FpToFpOp)
 def _fp_to_fp(ctx, op):
-    from kernellab.backends.nvidia.lowering.fp8 import convert_float
-
     src, dst = elem(op.src.type), elem(op.result.type)
     rounding = op.rounding.data if op.rounding is not None else "rtne"
-    map_op(ctx, op, lambda x: convert_float(ctx, x, src, dst, rounding))
+    map_op(ctx, op, lambda x: ctx.target.convert_float(ctx, x, src, dst, rounding))
 
 
-__all__ = ["map_op", "binary_fn", "cmpi_fn", "cmpf_fn", "const_value", "fdiv", "via_f32"]
+def _sqrt_f64(ctx, x):
+    return ctx.call("llvm.sqrt.f64", F64, [x])
+
+
+def _precise_sqrt_f32(ctx, x):
+    return ctx.call("llvm.sqrt.f32", F32, [x])
+
+
+# op class -> fn(ctx, op) emitting its LLVM IR
+RULES = {
+    **{cls: _binary_rule(name) for name, cls in arith.BINARY_OPS.items()},
+    **{cls: _cast_rule(name) for name, cls in arith.CAST_OPS.items()},
+    xmath.ExpOp: _unary_math(exp_f32, transcendental.exp_f64),
+    xmath.Exp2Op: _unary_math(exp2_f32, transcendental.exp2_f64),
+    xmath.LogOp: _unary_math(transcendental.log_f32, transcendental.log_f64),
+    xmath.Log2Op: _unary_math(transcendental.log2_f32, transcendental.log2_f64),
+    xmath.SinOp: _unary_math(transcendental.sin_f32, transcendental.sin_f64),
+    xmath.CosOp: _unary_math(transcendental.cos_f32, transcendental.cos_f64),
+    xmath.ErfOp: _unary_math(transcendental.erf_f32, transcendental.erf_f64),
+    xmath.SqrtOp: _unary_math(sqrt_f32, _sqrt_f64),
+    xmath.RsqrtOp: _unary_math(rsqrt_f32, rsqrt_f64),
+    tt.PreciseSqrtOp: _unary_math(_precise_sqrt_f32, _sqrt_f64),
+    xmath.FloorOp: _native_unary("llvm.floor"),
+    xmath.CeilOp: _native_unary("llvm.ceil"),
+    xmath.AbsFOp: _native_unary("llvm.fabs"),
+    xmath.TruncOp: _native_unary("llvm.trunc"),
+    xmath.RoundEvenOp: _native_unary("llvm.roundeven"),
+    xmath.RoundOp: _native_unary("llvm.round"),
+    xmath.CtPopOp: _native_unary("llvm.ctpop"),
+    arith.ConstantOp: _constant,
+    arith.NegfOp: _negf,
+    arith.CmpiOp: _cmpi,
+    arith.CmpfOp: _cmpf,
+    arith.SelectOp: _select,
+    xmath.AbsIOp: _absi,
+    xmath.CountLeadingZerosOp: _clz,
+    xmath.CountTrailingZerosOp: _ctz,
+    xmath.FmaOp: _fma,
+    tt.PreciseDivFOp: _precise_div,
+    tt.MulhiUIOp: _mulhi,
+    tt.ClampFOp: _clampf,
+    xmath.CopySignOp: _copysign,
+    tt.BitcastOp: _bitcast,
+    tt.IntToPtrOp: _int_to_ptr,
+    tt.PtrToIntOp: _ptr_to_int,
+    tt.AddPtrOp: _addptr,
+    tt.FpToFpOp: _fp_to_fp,
+}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects import scf
 from xdsl.ir import Operation, SSAValue
 
 from kernellab.ir import ttg
@@ -40,7 +39,9 @@ class Interval:
 
 
 @dataclass
-class _Buf:
+class Placement:
+    """One buffer the plan placed: live over op numbers [start, end), at `offset`."""
+
     key: object  # an Operation (scratch) or SSAValue (local_alloc)
     size: int
     start: int
@@ -56,6 +57,7 @@ class SmemPlan:
     buffer_size: dict = field(default_factory=dict)
     total: int = 0
     op_accesses: dict = field(default_factory=dict)  # op -> list[Interval] (self and nested)
+    placements: list = field(default_factory=list)  # every Placement, largest first
 
     def accesses_in(self, op: Operation) -> list[Interval]:
         return self.op_accesses.get(op, [])
@@ -83,11 +85,11 @@ def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes) -> SmemPlan:
         for op in block.ops:
             number(op)
 
-    bufs: list[_Buf] = []
+    bufs: list[Placement] = []
     for op in list(order):
         n = scratch_bytes(op)
         if n:
-            bufs.append(_Buf(op, n, order[op], ends[op]))
+            bufs.append(Placement(op, n, order[op], ends[op]))
         if isinstance(op, ttg.LocalAllocOp):
             value = op.result
             start = order[op]
@@ -108,9 +110,9 @@ def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes) -> SmemPlan:
                 if anc is None:
                     anc = user
                 end = max(end, ends.get(anc, order.get(user, 0) + 1))
-            bufs.append(_Buf(value, memdesc_bytes(value.type), start, end))
+            bufs.append(Placement(value, memdesc_bytes(value.type), start, end))
 
-    placed: list[_Buf] = []
+    placed: list[Placement] = []
     for b in sorted(bufs, key=lambda b: (-b.size, b.start)):
         offset = 0
         while True:
@@ -126,7 +128,7 @@ def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes) -> SmemPlan:
         b.offset = offset
         placed.append(b)
 
-    plan = SmemPlan()
+    plan = SmemPlan(placements=placed)
     for b in placed:
         if isinstance(b.key, SSAValue):
             plan.buffers[b.key] = b.offset
@@ -200,7 +202,3 @@ class BarrierTracker:
         for iv in intervals:
             if (iv, True) not in self.pending:
                 self.pending.append((iv, True))
-
-
-def is_loop(op) -> bool:
-    return isinstance(op, (scf.ForOp, scf.WhileOp))

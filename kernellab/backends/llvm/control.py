@@ -9,43 +9,11 @@ and an if merges the pending accesses of both branches.
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
 from xdsl.dialects import scf
 
-from kernellab.backends.nvidia.lowering.core import LoweringError, lowers
-from kernellab.backends.nvidia.lowering.types import I32, TV, SmemBuf, llty
+from kernellab.backends.llvm.errors import LoweringError
+from kernellab.backends.llvm.regions import flatten, lower_body, unflatten
 from kernellab.ir import tt
-
-_TERMINATORS = (scf.YieldOp, scf.ConditionOp, tt.ReturnOp, tt.ReduceReturnOp, tt.ScanReturnOp)
-
-
-def lower_body(ctx, block):
-    """Lower every op of `block` except its terminator, which is returned."""
-    term = None
-    for op in block.ops:
-        if isinstance(op, _TERMINATORS):
-            term = op
-            break
-        ctx.lower_op(op)
-    return term
-
-
-def flatten(x) -> list:
-    if isinstance(x, TV):
-        return list(x.regs)
-    if isinstance(x, SmemBuf):
-        return []
-    return [x]
-
-
-def unflatten(template, values: list, pos: int):
-    """Rebuild a value shaped like `template` from values[pos:]; returns (value, new pos)."""
-    if isinstance(template, TV):
-        n = len(template.regs)
-        return TV(list(values[pos : pos + n]), template.lay, template.elem), pos + n
-    if isinstance(template, SmemBuf):
-        return template, pos
-    return values[pos], pos + 1
 
 
 def _phis(ctx, templates, block_from, name: str):
@@ -68,17 +36,24 @@ def _rebuild(templates, flat):
     return out
 
 
-@lowers(scf.ForOp)
+def _loop_blocks(ctx, kind: str, first: str, second: str):
+    """(preheader, first, second, exit) blocks of a loop, the builder branching from the
+    preheader into `first` and positioned there."""
+    b = ctx.b
+    pre = b.block
+    head = ctx.fn.append_basic_block(f"{kind}.{first}")
+    body = ctx.fn.append_basic_block(f"{kind}.{second}")
+    exit_ = ctx.fn.append_basic_block(f"{kind}.exit")
+    b.branch(head)
+    b.position_at_end(head)
+    return pre, head, body, exit_
+
+
 def _for(ctx, op):
     b = ctx.b
     lb, ub, step = ctx.get(op.lb), ctx.get(op.ub), ctx.get(op.step)
     inits = [ctx.get(v) for v in op.iter_args]
-    pre = b.block
-    header = ctx.fn.append_basic_block("for.header")
-    body = ctx.fn.append_basic_block("for.body")
-    exit_ = ctx.fn.append_basic_block("for.exit")
-    b.branch(header)
-    b.position_at_end(header)
+    pre, header, body, exit_ = _loop_blocks(ctx, "for", "header", "body")
     iv = b.phi(lb.type, name="iv")
     iv.add_incoming(lb, pre)
     phis = _phis(ctx, inits, pre, "carried")
@@ -112,7 +87,6 @@ def _for(ctx, op):
         ctx.set(res, v)
 
 
-@lowers(scf.IfOp)
 def _if(ctx, op):
     b = ctx.b
     cond = ctx.get(op.cond)
@@ -151,16 +125,10 @@ def _if(ctx, op):
             ctx.set(res, v)
 
 
-@lowers(scf.WhileOp)
 def _while(ctx, op):
     b = ctx.b
     inits = [ctx.get(v) for v in op.arguments]
-    pre = b.block
-    before_bb = ctx.fn.append_basic_block("while.before")
-    after_bb = ctx.fn.append_basic_block("while.after")
-    exit_ = ctx.fn.append_basic_block("while.exit")
-    b.branch(before_bb)
-    b.position_at_end(before_bb)
+    pre, before_bb, after_bb, exit_ = _loop_blocks(ctx, "while", "before", "after")
     phis = _phis(ctx, inits, pre, "wcarried")
     before = ctx.barriers.snapshot()
     ctx.barriers.assume_all(ctx.smem.accesses_in(op))
@@ -193,28 +161,24 @@ def _while(ctx, op):
         ctx.set(res, v)
 
 
-@lowers(tt.ReturnOp)
 def _return(ctx, op):
     ctx.b.ret_void()
 
 
-def _sreg(ctx, name: str):
-    key = ("sreg", name)
-    v = ctx._thread_cache.get(key)
-    if v is None:
-        v = ctx.call(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [], builder=ctx.pro)
-        ctx._thread_cache[key] = v
-    return v
-
-
-@lowers(tt.GetProgramIdOp)
 def _program_id(ctx, op):
-    ctx.set(op.result, _sreg(ctx, "ctaid." + "xyz"[op.axis.value.data]))
+    ctx.set(op.result, ctx.target.program_id(ctx, op.axis.value.data))
 
 
-@lowers(tt.GetNumProgramsOp)
 def _num_programs(ctx, op):
-    ctx.set(op.result, _sreg(ctx, "nctaid." + "xyz"[op.axis.value.data]))
+    ctx.set(op.result, ctx.target.num_programs(ctx, op.axis.value.data))
 
 
-__all__ = ["lower_body", "flatten", "unflatten"]
+# op class -> fn(ctx, op) emitting its LLVM IR
+RULES = {
+    scf.ForOp: _for,
+    scf.IfOp: _if,
+    scf.WhileOp: _while,
+    tt.ReturnOp: _return,
+    tt.GetProgramIdOp: _program_id,
+    tt.GetNumProgramsOp: _num_programs,
+}

@@ -1,7 +1,8 @@
-"""The lowering driver: one TTGIR kernel function → one LLVM module (llvmlite.ir).
+"""The lowering context: one TTGIR kernel function → one LLVM module (llvmlite.ir), for any target.
 
-A `Lowering` walks the kernel's ops in order and asks the function registered for each op
-class (`@lowers(OpClass)`) to emit LLVM IR. Values map from SSA values to:
+A `Lowering` walks the kernel's ops in order and asks the rule its target's table gives for
+each op class (`rules[OpClass](ctx, op)`) to emit LLVM IR; what differs between targets it
+asks of `target` (see target.py). Values map from SSA values to:
   - an llvmlite value for a scalar (uniform across the CTA),
   - a `TV` (one llvmlite value per register of the tensor's layout) for a distributed tensor,
   - a `SmemBuf` for a shared-memory descriptor.
@@ -12,79 +13,44 @@ block after it, so prologue values dominate every use.
 
 from __future__ import annotations
 
-import os
-
 import llvmlite.ir as ir
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
-from kernellab.backends.nvidia.lowering.layout import Lay, layout_of_type
-from kernellab.backends.nvidia.lowering.smem import BarrierTracker, Interval, plan_shared_memory
-from kernellab.backends.nvidia.lowering.types import (
-    GPTR, I1, I32, I64, I8, SPTR, VOID, SmemBuf, TV, llty, mem_bytes,
-)  # fmt: skip
+from kernellab.backends.llvm.debuginfo import DebugInfo
+from kernellab.backends.llvm.errors import LoweringError
+from kernellab.backends.llvm.layout import Lay, _log2, layout_of_type
+from kernellab.backends.llvm.smem import BarrierTracker, Interval, SmemPlan, plan_shared_memory
+from kernellab.backends.llvm.target import Target
+from kernellab.backends.llvm.types import I32, I8, TV, VOID, llty, mem_bytes
 from kernellab.ir import tt, ttg
-
-REGISTRY: dict[type, object] = {}
-SCRATCH: dict[type, object] = {}
-
-DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
-TRIPLE = "nvptx64-nvidia-cuda"
-
-
-def lowers(*op_classes):
-    """Register `fn(ctx, op)` as the lowering of these op classes."""
-
-    def deco(fn):
-        for cls in op_classes:
-            REGISTRY[cls] = fn
-        return fn
-
-    return deco
-
-
-def scratch(*op_classes):
-    """Register `fn(ctx, op) -> bytes` as the shared-memory scratch an op needs."""
-
-    def deco(fn):
-        for cls in op_classes:
-            SCRATCH[cls] = fn
-        return fn
-
-    return deco
-
-
-class LoweringError(NotImplementedError):
-    pass
-
-
-def _arch_of(module: ModuleOp, options) -> int:
-    target = getattr(options, "target", None)
-    if target:
-        digits = "".join(ch for ch in str(target) if ch.isdigit())
-        if digits:
-            return int(digits)
-    t = ttg.target(module)
-    digits = "".join(ch for ch in t if ch.isdigit())
-    return int(digits) if digits else 90
 
 
 class Lowering:
-    def __init__(self, module: ModuleOp, options=None):
+    """`rules`: op class → fn(ctx, op) emitting its LLVM IR; `scratch`: op class →
+    fn(ctx, op) -> bytes of shared-memory scratch the op needs (both assembled by the target)."""
+
+    def __init__(self, module: ModuleOp, target: Target, rules: dict, scratch: dict, options=None):
         self.module_op = module
+        self.target = target
+        self.rules = rules
+        self.scratch_rules = scratch
         self.options = options
         self.num_warps = ttg.num_warps(module)
         self.threads_per_warp = ttg.threads_per_warp(module)
-        assert self.threads_per_warp == 32, "NVIDIA warps have 32 threads"
-        self.arch = _arch_of(module, options)
+        if self.threads_per_warp != target.threads_per_warp:
+            raise LoweringError(
+                f"{target.name} warps have {target.threads_per_warp} threads, the module says "
+                f"{self.threads_per_warp}"
+            )
+        self.lane_bits = _log2(self.threads_per_warp)
         self.mod = ir.Module(name="kernellab")
-        self.mod.triple = TRIPLE
-        self.mod.data_layout = DATA_LAYOUT
+        self.mod.triple = target.triple
+        self.mod.data_layout = target.data_layout
         self.vals: dict[SSAValue, object] = {}
         self._intrinsics: dict[str, ir.Function] = {}
         self._thread_cache: dict = {}
         self._strings: dict[str, ir.GlobalVariable] = {}
-        self._dilocs: dict = {}
         self.b: ir.IRBuilder | None = None
         self.current_op: Operation | None = None
         self.smem_global = None
@@ -101,52 +67,41 @@ class Lowering:
         arg_types = [llty(t) for t in func.function_type.inputs.data]
         fty = ir.FunctionType(VOID, arg_types)
         fn = ir.Function(self.mod, fty, name)
-        fn.calling_convention = "ptx_kernel"
-        fn.attributes.add("nounwind")
         self.fn = fn
-        threads = self.num_warps * 32
-        self.mod.add_named_metadata(
-            "nvvm.annotations", self.mod.add_metadata([fn, "maxntidx", I32(threads)])
-        )
-        self._setup_debug(func, name)
+        threads = self.num_warps * self.threads_per_warp
+        self.target.define_kernel(self, fn, threads)
+        self.debug = DebugInfo(self.mod, fn, func, name)
 
         entry = fn.append_basic_block("entry")
         body = fn.append_basic_block("body")
         self.pro = ir.IRBuilder(entry)
-        self.pro.debug_metadata = self._diloc(self._func_line, 0)
+        self.pro.debug_metadata = self.debug.location(self.debug.func_line, 0)
         term = self.pro.branch(body)
         self.pro.position_before(term)
         self.b = ir.IRBuilder(body)
 
-        tid = self.pro.call(self.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", I32, []), [], name="tid")
+        tid = self.target.thread_id(self)
         self.tid = tid
-        self.lane = self.pro.and_(tid, I32(31), name="lane")
-        self.warp = self.pro.lshr(tid, I32(5), name="warp")
+        self.lane = self.pro.and_(tid, I32(self.threads_per_warp - 1), name="lane")
+        self.warp = self.pro.lshr(tid, I32(self.lane_bits), name="warp")
 
         for arg, value, ty in zip(fn.args, func.args, func.function_type.inputs.data):
             if value.name_hint:
                 arg.name = value.name_hint
             self.vals[value] = arg
 
-        self.smem = plan_shared_memory(func, self._scratch_bytes, self._memdesc_bytes)
+        self.smem = self.plan_shared_memory(func)
         if self.smem.total:
             g = ir.GlobalVariable(self.mod, ir.ArrayType(I8, 0), "global_smem", addrspace=3)
             g.linkage = "external"
             g.align = 16
             self.smem_global = g
             self.smem_base = opaque(g)
-        self.barriers = BarrierTracker(self._emit_barrier)
+        self.barriers = BarrierTracker(lambda: self.target.barrier(self))
 
         self.lower_block(func.body.block)
         if not self.b.block.is_terminated:
             self.b.ret_void()
-        # the shared-memory size travels with the text, so compiling can resume from LLVM IR
-        # or PTX (backend.py reads `kernellab.shared = N`); module asm lands in the PTX verbatim
-        text = (
-            f"; kernellab.shared = {self.smem.total}\n"
-            + str(self.mod)
-            + f'\nmodule asm "// kernellab.shared = {self.smem.total}"\n'
-        )
         metadata = {
             "name": name,
             "num_warps": self.num_warps,
@@ -154,22 +109,22 @@ class Lowering:
             "shared": self.smem.total,
             "bar_syncs": self.barriers.count,
         }
-        return text, metadata
+        return str(self.mod), metadata
 
     def lower_block(self, block: Block) -> None:
         for op in block.ops:
             self.lower_op(op)
 
     def lower_op(self, op: Operation) -> None:
-        fn = REGISTRY.get(type(op))
+        fn = self.rules.get(type(op))
         if fn is None:
             raise LoweringError(
-                f"the NVIDIA lowering has no rule for {op.name}"
+                f"the {self.target.name} lowering has no rule for {op.name}"
                 + self._where(op)
             )
         saved = self.current_op
         self.current_op = op
-        loc = self._loc_of(op)
+        loc = self.debug.location_of(op)
         if loc is not None:
             self.b.debug_metadata = loc
         try:
@@ -199,7 +154,7 @@ class Lowering:
             raise LoweringError(f"{t} is not a tensor type")
         if ttg.encoding_of(t) is None:
             raise LoweringError(
-                f"tensor type {t} has no layout encoding: the NVIDIA lowering takes TTGIR "
+                f"tensor type {t} has no layout encoding: the {self.target.name} lowering takes TTGIR "
                 "(run make_ttgir first)"
             )
         return layout_of_type(t)
@@ -232,6 +187,15 @@ class Lowering:
         return self.b.asm(fty, text, constraints, args, side_effect)
 
     # ----------------------------------------------------------------- thread indices
+
+    def once(self, key, make):
+        """The prologue value `make()` computed once per kernel under `key` (thread ids,
+        special registers, per-layout index parts)."""
+        v = self._thread_cache.get(key)
+        if v is None:
+            v = make()
+            self._thread_cache[key] = v
+        return v
 
     def thread_flat(self, lay: Lay):
         """i32: the thread part of the flat element index (XOR of its lane and warp bases),
@@ -324,7 +288,7 @@ class Lowering:
             return b.icmp_unsigned("==", self.tid, I32(0))
         lane_mask = lay.free_lane_mask()
         warp_mask = lay.free_warp_mask()
-        mask = lane_mask | (warp_mask << 5)
+        mask = lane_mask | (warp_mask << self.lane_bits)
         if mask == 0:
             return None
         key = ("dup", mask)
@@ -336,8 +300,12 @@ class Lowering:
 
     # ------------------------------------------------------------------ shared memory
 
+    def plan_shared_memory(self, func) -> SmemPlan:
+        """Where each op's scratch and each ttg.local_alloc buffer lives (liveness-based)."""
+        return plan_shared_memory(func, self._scratch_bytes, self._memdesc_bytes)
+
     def _scratch_bytes(self, op) -> int:
-        fn = SCRATCH.get(type(op))
+        fn = self.scratch_rules.get(type(op))
         return fn(self, op) if fn else 0
 
     def _memdesc_bytes(self, t) -> int:
@@ -364,9 +332,6 @@ class Lowering:
     def smem_access(self, iv: Interval, write: bool) -> None:
         self.barriers.access(iv, write)
 
-    def _emit_barrier(self) -> None:
-        self.call("llvm.nvvm.barrier0", VOID, [])
-
     # ---------------------------------------------------------------------- strings
 
     def cstring(self, text: str):
@@ -382,87 +347,7 @@ class Lowering:
             self._strings[text] = g
         return opaque(g)
 
-    # -------------------------------------------------------------------- debug info
-
-    def _setup_debug(self, func, name: str) -> None:
-        loc = func.location
-        filename, line = "<kernel>", 1
-        first = None
-        if isinstance(loc, FileLineColLoc):
-            filename, line = loc.filename.data, loc.line.data
-        else:
-            for op in func.walk():
-                if isinstance(op.location, FileLineColLoc):
-                    first = op.location
-                    break
-            if first is not None:
-                filename, line = first.filename.data, first.line.data
-        self._func_line = line
-        m = self.mod
-        directory, base = os.path.split(filename)
-        di_file = m.add_debug_info("DIFile", {"filename": base or filename, "directory": directory})
-        cu = m.add_debug_info(
-            "DICompileUnit",
-            {
-                "language": ir.DIToken("DW_LANG_C"),
-                "file": di_file,
-                "producer": "kernellab",
-                "isOptimized": True,
-                "runtimeVersion": 0,
-                "emissionKind": ir.DIToken("DebugDirectivesOnly"),
-            },
-            is_distinct=True,
-        )
-        sp_type = m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])})
-        self._disp = m.add_debug_info(
-            "DISubprogram",
-            {
-                "name": name,
-                "scope": di_file,
-                "file": di_file,
-                "line": line,
-                "type": sp_type,
-                "scopeLine": line,
-                "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
-                "unit": cu,
-            },
-            is_distinct=True,
-        )
-        self._difile = filename
-        m.add_named_metadata("llvm.dbg.cu", cu)
-        m.add_named_metadata(
-            "llvm.module.flags", m.add_metadata([I32(2), "Debug Info Version", I32(3)])
-        )
-        m.add_named_metadata(
-            "llvm.module.flags", m.add_metadata([I32(2), "Dwarf Version", I32(4)])
-        )
-        self.fn.set_metadata("dbg", self._disp)
-
-    def _diloc(self, line: int, col: int):
-        key = (line, col)
-        d = self._dilocs.get(key)
-        if d is None:
-            d = self.mod.add_debug_info("DILocation", {"line": line, "column": col, "scope": self._disp})
-            self._dilocs[key] = d
-        return d
-
-    def _loc_of(self, op):
-        loc = op.location
-        if isinstance(loc, FileLineColLoc) and loc.filename.data == self._difile:
-            return self._diloc(loc.line.data, loc.column.data + 1)
-        return None
-
 
 def opaque(g: ir.GlobalVariable):
     """An opaque-pointer reference to global `g` (llvmlite keeps globals' pointee types)."""
     return ir.FormattedConstant(ir.PointerType(addrspace=g.addrspace), g.get_reference())
-
-
-def make_llir(module: ModuleOp, options=None) -> tuple[str, dict]:
-    """TTGIR module → (LLVM IR text, metadata with name, num_warps, shared, threads_per_block)."""
-    # the rule modules register themselves on import
-    from kernellab.backends.nvidia.lowering import (  # noqa: F401
-        control, debug, dot, elementwise, memory, reduce, scan, shape,
-    )
-
-    return Lowering(module, options).run()

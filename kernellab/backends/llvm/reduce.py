@@ -19,69 +19,16 @@ them into place).
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
 from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
-from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
-from kernellab.backends.nvidia.lowering.layout import Lay, _log2
-from kernellab.backends.nvidia.lowering.remap import smem_elem_bytes
-from kernellab.backends.nvidia.lowering.types import I8, I32, I64, TV, bitwidth, llty
+from kernellab.backends.llvm.axis import axis_mask, combiner, compress
+from kernellab.backends.llvm.convert import convert, convert_scratch_bytes
+from kernellab.backends.llvm.errors import LoweringError
+from kernellab.backends.llvm.layout import Lay, _log2, derived
+from kernellab.backends.llvm.warp_shuffle import shuffle
+from kernellab.backends.llvm.remap import smem_elem_bytes
+from kernellab.backends.llvm.types import I8, I32, TV, bitwidth, llty
 from kernellab.ir import tt
-
-
-def combiner(ctx, region, n: int):
-    """fn(a: list, b: list) -> list emitting the combine region for one pair."""
-    from kernellab.backends.nvidia.lowering.control import lower_body
-
-    block = region.block
-
-    def combine(a, b):
-        for arg, v in zip(block.args, list(a) + list(b)):
-            ctx.set(arg, v)
-        term = lower_body(ctx, block)
-        return [ctx.get(v) for v in term.operands]
-
-    return combine
-
-
-def shuffle(ctx, v, lane_arg, kind: str = "bfly"):
-    """Warp shuffle of any scalar value (`kind`: bfly / up / idx / down)."""
-    b = ctx.b
-    ty = v.type
-    clamp = I32(0) if kind == "up" else I32(31)
-    name = f"llvm.nvvm.shfl.sync.{kind}.i32"
-
-    def shfl32(x):
-        return ctx.call(name, I32, [I32(-1), x, lane_arg, clamp])
-
-    if isinstance(ty, ir.PointerType):
-        return b.inttoptr(shuffle(ctx, b.ptrtoint(v, I64), lane_arg, kind), ty)
-    if isinstance(ty, ir.IntType):
-        w = ty.width
-        if w == 32:
-            return shfl32(v)
-        if w < 32:
-            return b.trunc(shfl32(b.zext(v, I32)), ty)
-        lo = b.trunc(v, I32)
-        hi = b.trunc(b.lshr(v, ir.Constant(ty, 32)), I32)
-        lo, hi = shfl32(lo), shfl32(hi)
-        return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
-    w = {"float": 32, "double": 64, "half": 16, "bfloat": 16}[str(ty)]
-    return b.bitcast(shuffle(ctx, b.bitcast(v, ir.IntType(w)), lane_arg, kind), ty)
-
-
-def axis_mask(lay: Lay, axis: int) -> int:
-    return (lay.shape[axis] - 1) << lay.dim_shift(axis)
-
-
-def compress(flat: int, lay: Lay, axis: int) -> int:
-    """Flat index in the reduced shape of a flat index (of lay's shape) with the axis removed."""
-    shift = lay.dim_shift(axis)
-    bits = _log2(lay.shape[axis])
-    low = flat & ((1 << shift) - 1)
-    high = flat >> (shift + bits)
-    return (high << shift) | low
 
 
 def _warp_axis_bits(lay: Lay, axis: int) -> list[int]:
@@ -101,13 +48,9 @@ def _check(lay: Lay, axis: int):
 
 
 def partial_layout(lay: Lay, axis: int, out_shape) -> Lay:
+    """Where the partial results sit after steps 1-2: `lay` with the axis dropped."""
     am = axis_mask(lay, axis)
-    return Lay(
-        tuple(out_shape),
-        tuple(compress(b & ~am, lay, axis) for b in lay.reg),
-        tuple(compress(b & ~am, lay, axis) for b in lay.lane),
-        tuple(compress(b & ~am, lay, axis) for b in lay.warp),
-    )
+    return derived(lay, lambda f: compress(f & ~am, lay, axis), out_shape)
 
 
 def _out_shape(op) -> tuple[int, ...]:
@@ -115,7 +58,6 @@ def _out_shape(op) -> tuple[int, ...]:
     return tuple(t.get_shape()) if isinstance(t, TensorType) else ()
 
 
-@scratch(tt.ReduceOp)
 def _reduce_scratch(ctx, op) -> int:
     lay = ctx.lay(op.srcs[0].type)
     axis = op.axis.value.data
@@ -135,7 +77,6 @@ def _reduce_scratch(ctx, op) -> int:
     return max(convert_scratch_bytes(part, res_lay, tt.element_type(v.type)) for v in op.srcs)
 
 
-@lowers(tt.ReduceOp)
 def _reduce(ctx, op):
     b = ctx.b
     axis = op.axis.value.data
@@ -254,3 +195,15 @@ def _reduce(ctx, op):
         per_reg.append(memo[f])
     for k, res in enumerate(op.result):
         ctx.set(res, TV([v[k] for v in per_reg], res_lay, tt.element_type(res.type)))
+
+
+# op class -> fn(ctx, op) emitting its LLVM IR
+RULES = {
+    tt.ReduceOp: _reduce,
+}
+
+
+# op class -> fn(ctx, op) -> bytes of shared-memory scratch it needs
+SCRATCH = {
+    tt.ReduceOp: _reduce_scratch,
+}

@@ -1,0 +1,21 @@
+"""The core's rule tables: every op the target-neutral lowering handles, assembled explicitly
+from each rule module's table. A target lowers with `{**CORE_RULES, **its own rules}`."""
+
+from kernellab.backends.llvm import control, dot, elementwise, memory, reduce, scan, shape
+
+CORE_RULES = {
+    **control.RULES,
+    **elementwise.RULES,
+    **shape.RULES,
+    **memory.RULES,
+    **reduce.RULES,
+    **scan.RULES,
+    **dot.RULES,
+}
+
+CORE_SCRATCH = {
+    **shape.SCRATCH,
+    **memory.SCRATCH,
+    **reduce.SCRATCH,
+    **scan.SCRATCH,
+}
