@@ -192,13 +192,13 @@ def test_the_header_reaches_the_ptx_through_module_asm():
     import os
     import sys
 
-    from kernellab.backends.nvidia.ptx import make_ptx
+    from kernellab.backends.nvidia.pipeline import make_ptx
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "backends", "nvidia"))
     from llvm_samples import VECTOR_ADD
 
     first, last = header_lines(LaunchHeader("add_kernel", 128, 2))
-    ptx = make_ptx(f"{first}\n{VECTOR_ADD}\n{last}\n", NvidiaOptions())
+    ptx, _ = make_ptx(f"{first}\n{VECTOR_ADD}\n{last}\n", NvidiaOptions())
     assert read_header(ptx) == LaunchHeader("add_kernel", 128, 2)
     assert _parse_ptx(ptx).metadata["threads_per_block"] == 64
 

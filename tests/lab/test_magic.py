@@ -295,7 +295,8 @@ def test_help_lists_the_options(ip):
     assert "%%kernel" in doc
 
 
-def test_second_run_hits_the_cache_and_force_recompiles(ip):
+def test_second_run_hits_the_cache_and_force_recompiles(ip, monkeypatch, tmp_path):
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))  # empty: the first run must miss
     cell = ADD.format(flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=32', name="add_cache", op="+")
     first = bundles(run(ip, cell)[1])[0][MIME]
     second = bundles(run(ip, cell)[1])[0][MIME]

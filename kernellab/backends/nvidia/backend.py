@@ -112,15 +112,16 @@ def _ttgir_stage(module, options) -> StageOutput:
     return module_stage_output(module, make_ttgir(module, options))
 
 
-# metadata keys the lowering may use for the dynamic shared memory it needs
-_SHARED_KEYS = ("shared", "shared_bytes", "shared_memory", "smem")
-
-
 def _llir_stage(module, options) -> StageOutput:
+    """The lowering's LLVM IR with the launch header (header.py): the text alone must be
+    enough to resume a compile from, once a user has edited it."""
+    from kernellab.backends.nvidia.header import LaunchHeader, header_lines
     from kernellab.backends.nvidia.lowering import make_llir
 
-    text, metadata = make_llir(module, options)  # name, num_warps, threads_per_block, shared, bar_syncs
-    return StageOutput(CudaArtifact(metadata["name"], llir=text, metadata=metadata), text, [], metadata=dict(metadata))
+    llvm_ir, facts = make_llir(module, options)  # name, num_warps, threads_per_block, shared, bar_syncs
+    first, last = header_lines(LaunchHeader(facts["name"], facts["shared"], facts["num_warps"]))
+    text = f"{first}\n{llvm_ir}\n{last}\n"
+    return StageOutput(CudaArtifact(facts["name"], llir=text, metadata=facts), text, [], metadata=dict(facts))
 
 
 def _ptx_stage(art: CudaArtifact, options) -> StageOutput:

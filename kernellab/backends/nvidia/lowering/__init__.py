@@ -26,16 +26,6 @@ def arch_of(module: ModuleOp, options) -> int:
     return 90
 
 
-def with_shared_header(llvm_text: str, shared: int) -> str:
-    """The shared-memory size travels with the text, so compiling can resume from LLVM IR or
-    PTX (backend.py reads `kernellab.shared = N`); module asm lands in the PTX verbatim."""
-    return (
-        f"; kernellab.shared = {shared}\n"
-        + llvm_text
-        + f'\nmodule asm "// kernellab.shared = {shared}"\n'
-    )
-
-
 def shared_memory_plan(module: ModuleOp, options=None):
     """The shared-memory plan (an llvm.smem.SmemPlan) the lowering makes for a TTGIR module:
     what the lab shows as buffers placed by liveness."""
@@ -48,9 +38,7 @@ def make_llir(module: ModuleOp, options=None) -> tuple[str, dict]:
     """TTGIR module → (LLVM IR text, metadata with name, num_warps, threads_per_block, shared,
     bar_syncs)."""
     target = NvidiaTarget(arch_of(module, options))
-    text, metadata = Lowering(module, target, RULES, SCRATCH, options).run()
-    return with_shared_header(text, metadata["shared"]), metadata
+    return Lowering(module, target, RULES, SCRATCH, options).run()
 
 
-__all__ = ["make_llir", "shared_memory_plan", "LoweringError", "NvidiaTarget", "RULES", "SCRATCH",
-           "with_shared_header"]
+__all__ = ["make_llir", "shared_memory_plan", "LoweringError", "NvidiaTarget", "RULES", "SCRATCH"]
