@@ -146,18 +146,18 @@ def compile_data(view: ViewInput) -> dict:
         passes.append({
             "name": record.name, "stage": stage, "ir": record.ir_after or "",
             "changed": bool(record.changed), "seconds": float(record.seconds),
-            "summary": getattr(record, "summary", "") or "",
+            "summary": record.summary,
         })  # fmt: skip
 
-    times = {k: float(v) for k, v in (md.get("times") or {}).items()}
-    cache_hit = view.cache_hit if view.cache_hit is not None else bool(md.get("cache_hit", False))
+    times = {k: float(v) for k, v in md.times.items()}
+    cache_hit = view.cache_hit if view.cache_hit is not None else bool(md.cache_hit)
     metadata = {
-        "name": md.get("name", ck.name),
-        "signature": md.get("signature"),
-        "constexprs": md.get("constexprs") or {},
-        "attrs": md.get("attrs") or {},
-        "hash": md.get("hash"),
-        "kernellab_version": md.get("kernellab_version"),
+        "name": md.name,
+        "signature": str(md.signature),
+        "constexprs": md.constexprs,
+        "attrs": md.attrs,
+        "hash": md.hash,
+        "kernellab_version": md.kernellab_version,
         **resources(ck),
     }
     extra = {
@@ -168,7 +168,7 @@ def compile_data(view: ViewInput) -> dict:
     return _jsonable({
         "version": SCHEMA_VERSION,
         "name": ck.name,
-        "target": md.get("target"),
+        "target": md.target,
         "source": {"text": src_text, "filename": filename, "first_line": first_line},
         "stages": stages,
         "passes": passes,

@@ -54,7 +54,7 @@ def compile_for_view(fn, signature=None, constexprs=None, attrs=None, target=Non
             partial = getattr(e, "partial", None)
             done = [s for s in getattr(partial, "asm", {}) if s in IR_STAGES]
             if done:
-                failed = partial.metadata.get("failed_stage") or "a later stage"
+                failed = partial.metadata.failed_stage
                 titles = ", ".join(STAGE_TITLES.get(s, s) for s in done)
                 notes.append(
                     f"Compiling for {target} failed in the {STAGE_TITLES.get(failed, failed)} stage "

@@ -251,10 +251,9 @@ def _ttir_again(ck, fn):
     import kernellab as kl
 
     md = ck.metadata
-    sig = md.get("signature", "")
     return kl.compile(
-        fn, signature=sig or None, constexprs=dict(md.get("constexprs") or {}),
-        attrs=md.get("attrs") or None, target="interpreter",
+        fn, signature=md.signature or None, constexprs=dict(md.constexprs), attrs=md.attrs or None,
+        target="interpreter",
     )  # fmt: skip
 
 
