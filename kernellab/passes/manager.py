@@ -1,8 +1,9 @@
 """The pass manager: runs named passes in order and records what each one did.
 
-A pass is any object (usually a module) with a `NAME` and `run(module) -> bool` (changed?).
-Each run leaves a `PassRecord`: the IR after the pass, its time and a one-line summary of the op
-counts; the lab draws these as the pass-by-pass view (`CompiledKernel.passes`). With `trace`,
+A pass is any object (usually a module) with a `NAME` and `run(module) -> bool` (changed?); a
+pass with something to explain returns a `PassOutcome` (changed + note) instead, and the note
+ends its summary. Each run leaves a `PassRecord`: the IR after the pass, its time and a one-line
+summary of the op counts; the lab draws these as the pass-by-pass view (`CompiledKernel.passes`). With `trace`,
 the IR is printed once per pass, the main cost of tracing. With `verify` (debug mode), the
 module is verified after every pass, so a broken rewrite is caught where it happened.
 """
@@ -37,6 +38,17 @@ class PassRecord:
     # "cubin"); kl.compile fills it in, "" for records made outside a compile
 
 
+@dataclass(frozen=True)
+class PassOutcome:
+    """What a pass returns when it has a note for the pass record (e.g. why it left an op)."""
+
+    changed: bool
+    note: str = ""
+
+    def __bool__(self) -> bool:
+        return self.changed
+
+
 class PassError(Exception):
     """A pass raised, or left invalid IR (in verify mode); the message names the pass."""
 
@@ -63,10 +75,12 @@ class PassManager:
         for p in self.passes:
             start = time.perf_counter()
             try:
-                changed = bool(p.run(module))
+                outcome = p.run(module)
             except Exception as error:
                 raise PassError(p.NAME, f"{type(error).__name__}: {error}") from error
             seconds = time.perf_counter() - start
+            changed = bool(outcome)
+            note = getattr(outcome, "note", "")
             if self.verify:
                 try:
                     module.verify()
@@ -83,7 +97,7 @@ class PassManager:
                     ir_after=ir_text if self.trace else "",
                     seconds=seconds,
                     changed=changed,
-                    summary=summarize(before, counts, changed),
+                    summary="; ".join(filter(None, [summarize(before, counts, changed), note])),
                 )
             )
         return records

@@ -23,6 +23,7 @@ import llvmlite.ir as ir
 from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
 from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
 from kernellab.backends.nvidia.lowering.layout import Lay, coords_of, flat_of
+from kernellab.backends.nvidia.lowering.mma import is_mma_dot, lower_mma_dot
 from kernellab.backends.nvidia.lowering.types import BF16, F16, F32, F64, is_fp8, llty
 from kernellab.ir import tt, ttg
 
@@ -59,6 +60,8 @@ def _layouts(ctx, op):
 
 @scratch(tt.DotOp)
 def _dot_scratch(ctx, op) -> int:
+    if is_mma_dot(op):
+        return 0
     c_lay, a_need, b_need = _layouts(ctx, op)
     a_lay, b_lay = ctx.lay(op.a.type), ctx.lay(op.b.type)
     return max(
@@ -137,6 +140,8 @@ def to_acc_type(ctx, v, src_elem, acc_elem):
 
 @lowers(tt.DotOp)
 def _dot(ctx, op):
+    if is_mma_dot(op):
+        return lower_mma_dot(ctx, op)
     b = ctx.b
     a_tv, b_tv, c_tv = ctx.get(op.a), ctx.get(op.b), ctx.get(op.c)
     c_lay, a_need, b_need = _layouts(ctx, op)

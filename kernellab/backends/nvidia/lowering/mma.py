@@ -1,0 +1,234 @@
+"""Tensor cores on mma.sync: tt.dot with an MMA v2 accumulator, and ttg.local_load into its
+operand layouts with ldmatrix.
+
+Every register order comes from the TTGIR types: the accumulator's `#ttg.nvidia_mma` and the
+operands' `#ttg.dot_op<{parent = #mma, kWidth}>` layouts (kernellab.layouts) hold, within one
+instruction tile, exactly the PTX ISA fragments of mma.m16n8kK in fragment order (the lowest
+register bits), and repeat those tiles with higher register bits. So the dot groups each
+layout's registers by instruction tile (the tile a register's coordinates fall in) and issues
+one mma.sync per (M tile, N tile, K tile), passing each tile's registers in register order.
+
+ldmatrix.x4 loads four 8x8 matrices of 16-bit elements: lane 8j+i gives the shared address of
+row i of matrix j, and register j of lane t receives two consecutive elements of row t/4 of
+matrix j (with .trans: of column t/4). In a dot-operand layout of 16-bit elements, a 32-bit
+register pair (register bit 0) and lane bits 0-1 step along one dim, lane bits 2-4 along the
+other, and register bits 1-2 pick four such 8x8 matrices. Which of the two dims is contiguous
+in the shared buffer decides plain or .trans; the lanes' row addresses are themselves a
+distributed layout (row-select and matrix-select bases on the lanes), whose coordinates the
+lowering computes like any other layout's. Other element widths read shared memory element by
+element (the generic local_load).
+
+What this module needs from the lowering context `ctx`: get/set of values (`ctx.get`,
+`ctx.set`, values are `TV`), `ctx.lay(type)` (a `Lay`: register/lane/warp bases), `ctx.coord(lay,
+register, dim)` (this thread's coordinate, from the lane and warp ids), `ctx.b` (the
+llvmlite IRBuilder), `ctx.asm(ret, text, constraints, args, side_effect)`, `ctx.smem_ptr(byte
+offset)` and `ctx.smem_access(interval, write)` (barrier placement); and, passed in by the
+local_load rule, the buffer's element-offset function (its swizzle).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from xdsl.dialects import builtin
+
+from kernellab.backends.nvidia.lowering.layout import Lay
+from kernellab.backends.nvidia.lowering.types import F16, F32, I32, TV, SmemBuf, bitwidth, llty
+from kernellab.ir import ttg
+
+# ------------------------------------------------------------------------------ tt.dot
+
+
+def is_mma_dot(op) -> bool:
+    encoding = ttg.encoding_of(op.d.type)
+    return isinstance(encoding, ttg.NvidiaMmaEncodingAttr) and encoding.version_major == 2
+
+
+_PTX_TYPE = {
+    builtin.Float16Type: "f16",
+    builtin.BFloat16Type: "bf16",
+    builtin.Float32Type: "tf32",
+    builtin.Float8E4M3FNType: "e4m3",
+    builtin.Float8E5M2Type: "e5m2",
+    builtin.IntegerType: "s8",
+}
+
+
+def _instr_k(elem) -> int:
+    return 256 // bitwidth(elem) if bitwidth(elem) < 32 else 8
+
+
+def _tiles(lay: Lay, tile: tuple[int, int]) -> dict[tuple[int, int], list[int]]:
+    """Registers of `lay` grouped by instruction tile (tile-index pair), in register order."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for r in range(lay.nregs):
+        row, col = lay.coords(lay.reg_flat[r])
+        out.setdefault((row // tile[0], col // tile[1]), []).append(r)
+    return out
+
+
+def lower_mma_dot(ctx, op) -> None:
+    """d = a @ b + c as mma.sync over the warp's instruction tiles."""
+    a_tv, b_tv, c_tv = ctx.get(op.a), ctx.get(op.b), ctx.get(op.c)
+    elem, acc_elem = op.a.type.element_type, op.d.type.element_type
+    k = _instr_k(elem)
+    a_tiles = _tiles(a_tv.lay, (16, k))
+    b_tiles = _tiles(b_tv.lay, (k, 8))
+    c_tiles = _tiles(c_tv.lay, (16, 8))
+    precision = op.input_precision.data if isinstance(elem, builtin.Float32Type) else ""
+    pack = _packer(ctx, elem)
+    out = list(c_tv.regs)
+    k_tiles = sorted({kt for (_, kt) in a_tiles})
+    for kt in k_tiles:
+        a_parts = {mt: pack([a_tv.regs[r] for r in a_tiles[(mt, kt)]]) for (mt, t) in a_tiles if t == kt}
+        b_parts = {nt: pack([b_tv.regs[r] for r in b_tiles[(kt, nt)]]) for (t, nt) in b_tiles if t == kt}
+        for (mt, nt), regs in sorted(c_tiles.items()):
+            acc = [out[r] for r in regs]
+            for a_part, b_part in _products(a_parts[mt], b_parts[nt], precision):
+                acc = _mma(ctx, k, elem, acc_elem, a_part, b_part, acc)
+            for r, v in zip(regs, acc):
+                out[r] = v
+    ctx.set(op.d, TV(out, c_tv.lay, acc_elem))
+
+
+def _products(a_part, b_part, precision: str):
+    """The (A, B) register sets one tile's MMAs multiply. tf32x3 splits each fp32 operand into
+    big = tf32(x) and small = tf32(x - big) and accumulates small*big, big*small, big*big (as
+    the FMA path and the interpreter do)."""
+    if precision == "tf32x3":
+        (a_big, a_small), (b_big, b_small) = a_part, b_part
+        return [(a_small, b_big), (a_big, b_small), (a_big, b_big)]
+    if precision == "tf32":
+        return [(a_part[0], b_part[0])]
+    return [(a_part, b_part)]
+
+
+def _packer(ctx, elem):
+    """fn(fragment values) -> the 32-bit registers mma.sync takes (fp32: (big, small) tf32
+    register lists, rounded with cvt.rna like the interpreter)."""
+    b = ctx.b
+    bits = bitwidth(elem)
+    if bits == 32:
+
+        def tf32_parts(values):
+            big, small = [], []
+            for v in values:
+                hi = ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [v], side_effect=False)
+                rest = b.fsub(v, b.bitcast(hi, F32))
+                lo = ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [rest], side_effect=False)
+                big.append(hi)
+                small.append(lo)
+            return big, small
+
+        return tf32_parts
+    per_reg = 32 // bits
+
+    def pack(values):
+        regs = []
+        for i in range(0, len(values), per_reg):
+            group = values[i : i + per_reg]
+            vec = ir.Constant(ir.VectorType(group[0].type, per_reg), None)
+            for j, v in enumerate(group):
+                vec = b.insert_element(vec, v, I32(j))
+            regs.append(b.bitcast(vec, I32))
+        return regs
+
+    return pack
+
+
+def _mma(ctx, k: int, elem, acc_elem, a_regs, b_regs, acc):
+    """One mma.sync.aligned.m16n8kK.row.col; `acc` holds the four accumulator elements."""
+    b = ctx.b
+    a_type = _PTX_TYPE[type(elem)]
+    if isinstance(acc_elem, builtin.Float16Type):
+        c_regs = []
+        for i in (0, 2):
+            vec = ir.Constant(ir.VectorType(F16, 2), None)
+            vec = b.insert_element(b.insert_element(vec, acc[i], I32(0)), acc[i + 1], I32(1))
+            c_regs.append(b.bitcast(vec, I32))
+        c_type, c_con = "f16", "r"
+    elif isinstance(acc_elem, builtin.IntegerType):
+        c_regs, c_type, c_con = list(acc), "s32", "r"
+    else:
+        c_regs, c_type, c_con = list(acc), "f32", "f"
+    n_c, n_a, n_b = len(c_regs), len(a_regs), len(b_regs)
+
+    def operands(first, count):
+        return "{" + ",".join(f"${first + i}" for i in range(count)) + "}"
+
+    text = (
+        f"mma.sync.aligned.m16n8k{k}.row.col.{c_type}.{a_type}.{a_type}.{c_type} "
+        f"{operands(0, n_c)}, {operands(n_c, n_a)}, {operands(n_c + n_a, n_b)}, "
+        f"{operands(n_c + n_a + n_b, n_c)};"
+    )
+    constraints = ",".join(
+        [f"={c_con}"] * n_c + ["r"] * (n_a + n_b) + [str(i) for i in range(n_c)]
+    )
+    ret = ir.LiteralStructType([c_regs[0].type] * n_c)
+    res = ctx.asm(ret, text, constraints, [*a_regs, *b_regs, *c_regs], side_effect=False)
+    d = [b.extract_value(res, i) for i in range(n_c)]
+    if isinstance(acc_elem, builtin.Float16Type):
+        halves = [b.bitcast(x, ir.VectorType(F16, 2)) for x in d]
+        return [b.extract_element(h, I32(j)) for h in halves for j in (0, 1)]
+    return d
+
+
+# ------------------------------------------------------------------ local_load: ldmatrix
+
+
+def ldmatrix_addresses(lay: Lay, op_idx: int, contiguous_dim: int) -> tuple[Lay, bool] | None:
+    """(layout of the row addresses, .trans?) for loading a 16-bit dot operand `lay` from a
+    buffer whose `contiguous_dim` is contiguous, or None when ldmatrix cannot produce it.
+
+    The address layout's registers are the operand's register bits above the four matrices
+    (one ldmatrix.x4 each); its lanes are row-select (3 bases) then matrix-select (2)."""
+    if lay.rank != 2 or len(lay.reg) < 3 or len(lay.lane) != 5:
+        return None
+    k_dim = 1 - op_idx
+    trans = contiguous_dim != k_dim
+    pair, within, across = lay.reg[0], lay.lane[:2], lay.lane[2:]
+    row_elements = across if trans else (pair, *within)
+    row_select = (pair, *within) if trans else across
+    unit = [1 << lay.dim_shift(contiguous_dim) << i for i in range(3)]
+    if list(row_elements) != unit:
+        return None
+    others = (*row_select, *lay.reg[1:], *lay.warp)
+    if any(lay.dim_part(base, contiguous_dim) % 8 for base in others):
+        return None
+    matrix_select = lay.reg[1:3]
+    return Lay(lay.shape, lay.reg[3:], (*row_select, *matrix_select), lay.warp), trans
+
+
+def ldmatrix_fits(buf: SmemBuf, lay: Lay, op_idx: int) -> bool:
+    """16-bit elements in a rank-2 buffer whose rows of 8 elements stay contiguous and 16-byte
+    aligned under its swizzle, with an address layout for `lay`."""
+    if bitwidth(buf.elem) != 16 or len(buf.shape) != 2:
+        return False
+    if buf.max_phase > 1 and buf.vec < 8:
+        return False
+    return ldmatrix_addresses(lay, op_idx, buf.order[0]) is not None
+
+
+def load_with_ldmatrix(ctx, buf: SmemBuf, lay: Lay, op_idx: int, elem, interval, offset_of) -> TV:
+    """The dot operand `lay` read from `buf` by ldmatrix.sync.aligned.m8n8.x4 (see the module
+    docstring); call only where `ldmatrix_fits`. `offset_of(coords)`: the i32 element offset of
+    i32 coordinates in `buf` (its swizzle)."""
+    b = ctx.b
+    addresses, trans = ldmatrix_addresses(lay, op_idx, buf.order[0])
+    pair_type = ir.VectorType(llty(elem), 2)
+    ctx.smem_access(interval, write=False)
+    out = [None] * lay.nregs
+    text = "ldmatrix.sync.aligned.m8n8.x4{}.shared.b16 {{$0,$1,$2,$3}}, [$4];".format(
+        ".trans" if trans else ""
+    )
+    ret = ir.LiteralStructType([I32] * 4)
+    for outer in range(addresses.nregs):
+        coords = [ctx.coord(addresses, outer, d) for d in range(2)]
+        offset = offset_of(coords)
+        ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(offset, I32(2))))
+        res = ctx.asm(ret, text, "=r,=r,=r,=r,r", [b.ptrtoint(ptr, I32)], side_effect=True)
+        for j in range(4):
+            pair = b.bitcast(b.extract_value(res, j), pair_type)
+            base = (outer << 3) | (j << 1)
+            out[base] = b.extract_element(pair, I32(0))
+            out[base | 1] = b.extract_element(pair, I32(1))
+    return TV(out, lay, elem)
