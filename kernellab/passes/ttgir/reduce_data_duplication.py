@@ -8,8 +8,10 @@ allocator and barrier placement, as in Triton.
 
 Shared layout: for an FMA dot (blocked parent) each thread reads whole rows/columns, so the
 tile is stored plainly in the source's dim order (vec = perPhase = maxPhase = 1). For an MMA
-parent, 16-byte vectors along the contiguous dim are XOR-swizzled across 128-byte rows so that
-the 8 rows an ldmatrix reads fall in distinct banks.
+parent, kernellab.layouts.best_swizzle picks the swizzle that serves the source's stores and
+the operand's reads with the fewest wavefronts: the reads are ldmatrix's rows (ldmatrix_access,
+16-bit operands, the buffer contiguous along the source's fastest dim) or, where ldmatrix does
+not apply, the operand layout's own registers.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import ttg
+from kernellab.layouts import best_swizzle, from_encoding, ldmatrix_access
 from kernellab.passes.ttgir.axis_info import element_bytes
 
 NAME = "reduce_data_duplication"
@@ -38,7 +41,7 @@ def run(module: ModuleOp) -> bool:
         memdesc = ttg.MemDescType(
             shape,
             op.src.type.element_type,
-            shared_encoding(dst, shape, order, element_bytes(op.src.type)),
+            shared_encoding(src, dst, shape, order, element_bytes(op.src.type)),
         )
         alloc = ttg.LocalAllocOp(memdesc, op.src)
         load = ttg.LocalLoadOp(alloc.result, op.result.type)
@@ -55,12 +58,15 @@ def _order(encoding, rank: int) -> list[int]:
     return list(reversed(range(rank)))
 
 
-def shared_encoding(dot: ttg.DotOperandEncodingAttr, shape, order, elem_bytes: int):
-    """The swizzled shared layout a tile is staged in before it is read as a dot operand."""
+def shared_encoding(src, dot: ttg.DotOperandEncodingAttr, shape, order, elem_bytes: int):
+    """The swizzled shared layout a tile in layout `src` is staged in before it is read as
+    the dot operand `dot`."""
     if not isinstance(dot.parent, ttg.NvidiaMmaEncodingAttr):
         return ttg.SwizzledSharedEncodingAttr(1, 1, 1, order)
-    inner = shape[order[0]]
-    vec = max(1, 16 // elem_bytes)
-    per_phase = max(1, 128 // (inner * elem_bytes))
-    max_phase = max(1, (128 // (vec * elem_bytes)) // per_phase)
-    return ttg.SwizzledSharedEncodingAttr(vec, per_phase, max_phase, order)
+    operand = from_encoding(dot, shape)
+    reads = ldmatrix_access(operand, dot.op_idx, order[0]) or operand
+    shared, _ = best_swizzle([from_encoding(src, shape), reads], elem_bytes)
+    chosen = shared.encoding
+    return ttg.SwizzledSharedEncodingAttr(
+        chosen.vec, chosen.per_phase, chosen.max_phase, list(chosen.order)
+    )

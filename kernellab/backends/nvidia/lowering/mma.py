@@ -8,15 +8,10 @@ register bits), and repeat those tiles with higher register bits. So the dot gro
 layout's registers by instruction tile (the tile a register's coordinates fall in) and issues
 one mma.sync per (M tile, N tile, K tile), passing each tile's registers in register order.
 
-ldmatrix.x4 loads four 8x8 matrices of 16-bit elements: lane 8j+i gives the shared address of
-row i of matrix j, and register j of lane t receives two consecutive elements of row t/4 of
-matrix j (with .trans: of column t/4). In a dot-operand layout of 16-bit elements, a 32-bit
-register pair (register bit 0) and lane bits 0-1 step along one dim, lane bits 2-4 along the
-other, and register bits 1-2 pick four such 8x8 matrices. Which of the two dims is contiguous
-in the shared buffer decides plain or .trans; the lanes' row addresses are themselves a
-distributed layout (row-select and matrix-select bases on the lanes), whose coordinates the
-lowering computes like any other layout's. Other element widths read shared memory element by
-element (the generic local_load).
+ttg.local_load into a 16-bit operand layout uses ldmatrix.x4 where kernellab.layouts'
+`ldmatrix_rows` gives the lanes' row addresses for the buffer (plain or .trans, by which dim
+is contiguous); the lowering computes those addresses like any layout's coordinates. Other
+element widths read shared memory element by element (the generic local_load).
 
 What this module needs from the lowering context `ctx`: get/set of values (`ctx.get`,
 `ctx.set`, values are `TV`), `ctx.lay(type)` (a `Lay`: register/lane/warp bases), `ctx.coord(lay,
@@ -34,6 +29,7 @@ from xdsl.dialects import builtin
 from kernellab.backends.nvidia.lowering.layout import Lay
 from kernellab.backends.nvidia.lowering.types import F16, F32, I32, TV, SmemBuf, bitwidth, llty
 from kernellab.ir import ttg
+from kernellab.layouts import from_encoding, ldmatrix_rows
 
 # ------------------------------------------------------------------------------ tt.dot
 
@@ -175,45 +171,27 @@ def _mma(ctx, k: int, elem, acc_elem, a_regs, b_regs, acc):
 # ------------------------------------------------------------------ local_load: ldmatrix
 
 
-def ldmatrix_addresses(lay: Lay, op_idx: int, contiguous_dim: int) -> tuple[Lay, bool] | None:
-    """(layout of the row addresses, .trans?) for loading a 16-bit dot operand `lay` from a
-    buffer whose `contiguous_dim` is contiguous, or None when ldmatrix cannot produce it.
-
-    The address layout's registers are the operand's register bits above the four matrices
-    (one ldmatrix.x4 each); its lanes are row-select (3 bases) then matrix-select (2)."""
-    if lay.rank != 2 or len(lay.reg) < 3 or len(lay.lane) != 5:
-        return None
-    k_dim = 1 - op_idx
-    trans = contiguous_dim != k_dim
-    pair, within, across = lay.reg[0], lay.lane[:2], lay.lane[2:]
-    row_elements = across if trans else (pair, *within)
-    row_select = (pair, *within) if trans else across
-    unit = [1 << lay.dim_shift(contiguous_dim) << i for i in range(3)]
-    if list(row_elements) != unit:
-        return None
-    others = (*row_select, *lay.reg[1:], *lay.warp)
-    if any(lay.dim_part(base, contiguous_dim) % 8 for base in others):
-        return None
-    matrix_select = lay.reg[1:3]
-    return Lay(lay.shape, lay.reg[3:], (*row_select, *matrix_select), lay.warp), trans
-
-
-def ldmatrix_fits(buf: SmemBuf, lay: Lay, op_idx: int) -> bool:
-    """16-bit elements in a rank-2 buffer whose rows of 8 elements stay contiguous and 16-byte
-    aligned under its swizzle, with an address layout for `lay`."""
+def ldmatrix_rows_of(buf: SmemBuf, encoding, op_idx: int) -> tuple[Lay, bool] | None:
+    """(row-address Lay, .trans?) when ldmatrix.x4 can load the dot operand `encoding` from
+    `buf`: 16-bit elements, rank 2, rows of 8 elements that stay contiguous under the
+    buffer's swizzle (kernellab.layouts.ldmatrix_rows decides the rest)."""
     if bitwidth(buf.elem) != 16 or len(buf.shape) != 2:
-        return False
+        return None
     if buf.max_phase > 1 and buf.vec < 8:
-        return False
-    return ldmatrix_addresses(lay, op_idx, buf.order[0]) is not None
+        return None
+    found = ldmatrix_rows(from_encoding(encoding, buf.shape), op_idx, buf.order[0])
+    if found is None:
+        return None
+    rows, trans = found
+    return Lay.from_linear(rows, tuple(buf.shape)), trans
 
 
-def load_with_ldmatrix(ctx, buf: SmemBuf, lay: Lay, op_idx: int, elem, interval, offset_of) -> TV:
-    """The dot operand `lay` read from `buf` by ldmatrix.sync.aligned.m8n8.x4 (see the module
-    docstring); call only where `ldmatrix_fits`. `offset_of(coords)`: the i32 element offset of
-    i32 coordinates in `buf` (its swizzle)."""
+def load_with_ldmatrix(ctx, buf: SmemBuf, lay: Lay, rows: Lay, trans: bool, elem, interval,
+                       offset_of) -> TV:  # fmt: skip
+    """The dot operand `lay` read from `buf` by one ldmatrix.sync.aligned.m8n8.x4 per register
+    of `rows` (the row addresses, from ldmatrix_rows_of). `offset_of(coords)`: the i32
+    element offset of i32 coordinates in `buf` (its swizzle)."""
     b = ctx.b
-    addresses, trans = ldmatrix_addresses(lay, op_idx, buf.order[0])
     pair_type = ir.VectorType(llty(elem), 2)
     ctx.smem_access(interval, write=False)
     out = [None] * lay.nregs
@@ -221,12 +199,11 @@ def load_with_ldmatrix(ctx, buf: SmemBuf, lay: Lay, op_idx: int, elem, interval,
         ".trans" if trans else ""
     )
     ret = ir.LiteralStructType([I32] * 4)
-    for outer in range(addresses.nregs):
-        coords = [ctx.coord(addresses, outer, d) for d in range(2)]
-        offset = offset_of(coords)
+    for outer in range(rows.nregs):
+        offset = offset_of([ctx.coord(rows, outer, d) for d in range(2)])
         ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(offset, I32(2))))
         res = ctx.asm(ret, text, "=r,=r,=r,=r,r", [b.ptrtoint(ptr, I32)], side_effect=True)
-        for j in range(4):
+        for j in range(4):  # matrix j: operand registers (outer, j, pair element)
             pair = b.bitcast(b.extract_value(res, j), pair_type)
             base = (outer << 3) | (j << 1)
             out[base] = b.extract_element(pair, I32(0))

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import TensorType
 from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
 from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
 from kernellab.backends.nvidia.lowering.layout import Lay, _log2, coords_of, flat_of
-from kernellab.backends.nvidia.lowering.mma import ldmatrix_fits, load_with_ldmatrix
+from kernellab.backends.nvidia.lowering.mma import ldmatrix_rows_of, load_with_ldmatrix
 from kernellab.backends.nvidia.lowering.remap import pull_back
 from kernellab.backends.nvidia.lowering.types import I8, I32, TV, SmemBuf, bitwidth, llty
 from kernellab.ir import tt, ttg
@@ -269,9 +269,12 @@ def _local_load(ctx, op):
     t = op.result.type
     lay, interval = ctx.lay(t), _buf_interval(ctx, op.src)
     encoding = ttg.encoding_of(t)
-    if isinstance(encoding, ttg.DotOperandEncodingAttr) and ldmatrix_fits(buf, lay, encoding.op_idx):
+    rows = None
+    if isinstance(encoding, ttg.DotOperandEncodingAttr):
+        rows = ldmatrix_rows_of(buf, encoding, encoding.op_idx)
+    if rows is not None:
         offset_of = lambda coords: smem_offset(ctx, buf, coords)  # noqa: E731
-        tv = load_with_ldmatrix(ctx, buf, lay, encoding.op_idx, t.element_type, interval, offset_of)
+        tv = load_with_ldmatrix(ctx, buf, lay, *rows, t.element_type, interval, offset_of)
     else:
         tv = _load_tensor(ctx, buf, lay, t.element_type, interval)
     ctx.set(op.result, tv)
