@@ -8,10 +8,10 @@ allocator and barrier placement, as in Triton.
 
 Shared layout: for an FMA dot (blocked parent) each thread reads whole rows/columns, so the
 tile is stored plainly in the source's dim order (vec = perPhase = maxPhase = 1). For an MMA
-parent, kernellab.layouts.best_swizzle picks the swizzle that serves the source's stores and
-the operand's reads with the fewest wavefronts: the reads are ldmatrix's rows (ldmatrix_access,
-16-bit operands, the buffer contiguous along the source's fastest dim) or, where ldmatrix does
-not apply, the operand layout's own registers.
+parent, kernellab.layouts.best_swizzle picks the swizzle that serves the operand's reads with
+the fewest wavefronts (the reads repeat for every use; the buffer is contiguous along the
+source's fastest dim, so its stores are full 16-byte rows): ldmatrix's rows (ldmatrix_access,
+16-bit operands) or, where ldmatrix does not apply, the operand layout's own registers.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def run(module: ModuleOp) -> bool:
         memdesc = ttg.MemDescType(
             shape,
             op.src.type.element_type,
-            shared_encoding(src, dst, shape, order, element_bytes(op.src.type)),
+            shared_encoding(dst, shape, order, element_bytes(op.src.type)),
         )
         alloc = ttg.LocalAllocOp(memdesc, op.src)
         load = ttg.LocalLoadOp(alloc.result, op.result.type)
@@ -58,14 +58,14 @@ def _order(encoding, rank: int) -> list[int]:
     return list(reversed(range(rank)))
 
 
-def shared_encoding(src, dot: ttg.DotOperandEncodingAttr, shape, order, elem_bytes: int):
-    """The swizzled shared layout a tile in layout `src` is staged in before it is read as
-    the dot operand `dot`."""
+def shared_encoding(dot: ttg.DotOperandEncodingAttr, shape, order, elem_bytes: int):
+    """The swizzled shared layout a tile is staged in before it is read as the dot operand
+    `dot`."""
     if not isinstance(dot.parent, ttg.NvidiaMmaEncodingAttr):
         return ttg.SwizzledSharedEncodingAttr(1, 1, 1, order)
     operand = from_encoding(dot, shape)
     reads = ldmatrix_access(operand, dot.op_idx, order[0]) or operand
-    shared, _ = best_swizzle([from_encoding(src, shape), reads], elem_bytes)
+    shared, _ = best_swizzle([reads], elem_bytes)
     chosen = shared.encoding
     return ttg.SwizzledSharedEncodingAttr(
         chosen.vec, chosen.per_phase, chosen.max_phase, list(chosen.order)

@@ -254,14 +254,12 @@ def test_dot_operands_go_through_shared_memory():
 def test_mma_operands_get_a_swizzled_layout():
     # best_swizzle for ldmatrix's rows agrees with Triton's formula on these tiles
     mma = ttg.NvidiaMmaEncodingAttr(2, 0, [2, 2], [16, 8])
-    src = ttg.BlockedEncodingAttr([1, 8], [8, 4], [4, 1], [1, 0])
     shared = reduce_data_duplication.shared_encoding(
-        src, ttg.DotOperandEncodingAttr(0, mma, 2), [128, 64], [1, 0], 2
+        ttg.DotOperandEncodingAttr(0, mma, 2), [128, 64], [1, 0], 2
     )
     assert shared == ttg.SwizzledSharedEncodingAttr(8, 1, 8, [1, 0])
-    src = ttg.BlockedEncodingAttr([1, 8], [16, 2], [4, 1], [1, 0])
     shared = reduce_data_duplication.shared_encoding(
-        src, ttg.DotOperandEncodingAttr(0, mma, 2), [128, 32], [1, 0], 2
+        ttg.DotOperandEncodingAttr(0, mma, 2), [128, 32], [1, 0], 2
     )
     assert shared == ttg.SwizzledSharedEncodingAttr(8, 2, 4, [1, 0])
 
