@@ -3,8 +3,8 @@
 A pass is any object (usually a module) with a `NAME` and `run(module) -> bool` (changed?); a
 pass with something to explain returns a `PassOutcome` (changed + note) instead, and the note
 ends its summary. Each run leaves a `PassRecord`: the IR after the pass, its time and a one-line
-summary of the op counts; the lab draws these as the pass-by-pass view (`CompiledKernel.passes`). With `trace`,
-the IR is printed once per pass, the main cost of tracing. With `verify` (debug mode), the
+summary of the op counts; the lab draws these as the pass-by-pass view
+(`CompiledKernel.passes`). With `trace`, the IR is printed once per pass, the main cost of tracing. With `verify` (debug mode), the
 module is verified after every pass, so a broken rewrite is caught where it happened.
 """
 

@@ -117,3 +117,30 @@ def test_int8_dot_is_exact_in_int32(launch, rng):
     launch(mma_dot_kernel, (1,), a, b, c, out, K, M=M, N=N, BK=BK, TRANS_A=False, TRANS_B=False,
            PRECISION=None, OUT_DTYPE=tl.int32, ACC="acc=", num_warps=warps)  # fmt: skip
     assert_equal(out, a.astype(np.int64) @ b.astype(np.int64) + c)
+
+
+@kl.jit
+def chained_dot_kernel(q_ptr, k_ptr, v_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr,
+                       D: tl.constexpr):  # fmt: skip
+    """out = fp16(q @ k) @ v: the second dot's A operand comes from the first's accumulator."""
+    rm, rn, rd = tl.arange(0, M), tl.arange(0, N), tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    k = tl.load(k_ptr + rd[:, None] * N + rn[None, :])
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    p = tl.dot(q, k).to(tl.float16)
+    tl.store(out_ptr + rm[:, None] * D + rd[None, :], tl.dot(p, v))
+
+
+def test_chained_dots(launch, rng):
+    M, N, D = 64, 32, 64
+    q = random_array(rng, (M, D), np.float16, -1, 1)
+    k = random_array(rng, (D, N), np.float16, -1, 1)
+    v = random_array(rng, (N, D), np.float16, -1, 1)
+    out = poison((M, D), np.float32)
+    launch(chained_dot_kernel, (1,), q, k, v, out, M=M, N=N, D=D, num_warps=4)
+    s = f64(q) @ f64(k)
+    # p is s rounded to fp16 (relative error 2^-11, plus the fp32 sum's D * 2^-24)
+    p_bound = (2**-11 + D * 2**-24) * (np.abs(f64(q)) @ np.abs(f64(k)))
+    expected = f64(s.astype(np.float16)) @ f64(v)
+    atol = (p_bound + np.abs(s)) @ np.abs(f64(v)) * 2**-11 + p_bound @ np.abs(f64(v))
+    assert_close(out, expected, atol=atol)

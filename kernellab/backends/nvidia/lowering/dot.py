@@ -23,7 +23,7 @@ import llvmlite.ir as ir
 from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
 from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
 from kernellab.backends.nvidia.lowering.layout import Lay, coords_of, flat_of
-from kernellab.backends.nvidia.lowering.mma import is_mma_dot, lower_mma_dot
+from kernellab.backends.nvidia.lowering.mma import is_mma_dot, lower_mma_dot, tf32_bits
 from kernellab.backends.nvidia.lowering.types import BF16, F16, F32, F64, is_fp8, llty
 from kernellab.ir import tt, ttg
 
@@ -104,12 +104,8 @@ def _operand_reader(ctx, value, tv, need: Lay, op):
 
 
 def tf32_round(ctx, v):
-    """fp32 → fp32 rounded to tf32 by `cvt.rna.tf32.f32` (the result register holds the tf32
-    bits with the low 13 zero, i.e. the rounded fp32 value)."""
-    from kernellab.backends.nvidia.lowering.types import I32
-
-    bits = ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [v], side_effect=False)
-    return ctx.b.bitcast(bits, F32)
+    """fp32 → fp32 rounded to tf32 (the rounded value, low 13 bits zero)."""
+    return ctx.b.bitcast(tf32_bits(ctx, v), F32)
 
 
 def to_acc_type(ctx, v, src_elem, acc_elem):

@@ -13,12 +13,13 @@ ttg.local_load into a 16-bit operand layout uses ldmatrix.x4 where kernellab.lay
 is contiguous); the lowering computes those addresses like any layout's coordinates. Other
 element widths read shared memory element by element (the generic local_load).
 
-What this module needs from the lowering context `ctx`: get/set of values (`ctx.get`,
-`ctx.set`, values are `TV`), `ctx.lay(type)` (a `Lay`: register/lane/warp bases), `ctx.coord(lay,
-register, dim)` (this thread's coordinate, from the lane and warp ids), `ctx.b` (the
-llvmlite IRBuilder), `ctx.asm(ret, text, constraints, args, side_effect)`, `ctx.smem_ptr(byte
-offset)` and `ctx.smem_access(interval, write)` (barrier placement); and, passed in by the
-local_load rule, the buffer's element-offset function (its swizzle).
+What this module needs from the lowering context `ctx`: `ctx.get(value)` / `ctx.set(value, tv)`
+(a tensor is a `TV`: one LLVM value per register of its `Lay`, whose register bases give each
+register's coordinates), `ctx.coord(lay, register, dim)` (this thread's i32 coordinate, from
+its lane and warp ids), `ctx.b` (the llvmlite IRBuilder), `ctx.asm(ret, text, constraints,
+args, side_effect)`, `ctx.smem_ptr(byte_offset)` and `ctx.smem_access(interval, write)`
+(barrier placement); and, passed in by the local_load rule, the buffer (`SmemBuf`: byte offset,
+shape, order, swizzle) with its element-offset function.
 """
 
 from __future__ import annotations
@@ -75,8 +76,10 @@ def lower_mma_dot(ctx, op) -> None:
     out = list(c_tv.regs)
     k_tiles = sorted({kt for (_, kt) in a_tiles})
     for kt in k_tiles:
-        a_parts = {mt: pack([a_tv.regs[r] for r in a_tiles[(mt, kt)]]) for (mt, t) in a_tiles if t == kt}
-        b_parts = {nt: pack([b_tv.regs[r] for r in b_tiles[(kt, nt)]]) for (t, nt) in b_tiles if t == kt}
+        a_parts = {mt: pack([a_tv.regs[r] for r in regs])
+                   for (mt, t), regs in a_tiles.items() if t == kt}  # fmt: skip
+        b_parts = {nt: pack([b_tv.regs[r] for r in regs])
+                   for (t, nt), regs in b_tiles.items() if t == kt}  # fmt: skip
         for (mt, nt), regs in sorted(c_tiles.items()):
             acc = [out[r] for r in regs]
             for a_part, b_part in _products(a_parts[mt], b_parts[nt], precision):
@@ -108,11 +111,9 @@ def _packer(ctx, elem):
         def tf32_parts(values):
             big, small = [], []
             for v in values:
-                hi = ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [v], side_effect=False)
-                rest = b.fsub(v, b.bitcast(hi, F32))
-                lo = ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [rest], side_effect=False)
+                hi = tf32_bits(ctx, v)
                 big.append(hi)
-                small.append(lo)
+                small.append(tf32_bits(ctx, b.fsub(v, b.bitcast(hi, F32))))
             return big, small
 
         return tf32_parts
@@ -129,6 +130,12 @@ def _packer(ctx, elem):
         return regs
 
     return pack
+
+
+def tf32_bits(ctx, v):
+    """i32: fp32 `v` rounded to tf32 by `cvt.rna.tf32.f32` (nearest, ties away from zero, as
+    the interpreter rounds), the low 13 bits zero."""
+    return ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [v], side_effect=False)
 
 
 def _mma(ctx, k: int, elem, acc_elem, a_regs, b_regs, acc):
