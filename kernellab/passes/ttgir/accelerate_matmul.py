@@ -53,6 +53,11 @@ class MmaForm:
 
 def mma_form(a_elem, b_elem, acc_elem, input_precision: str) -> MmaForm | str:
     """The mma.sync form of a dot with these element types, or why it has none."""
+    fp8 = (Float8E4M3FNType, Float8E5M2Type)
+    if isinstance(a_elem, fp8) and isinstance(b_elem, fp8):  # e4m3 and e5m2 mix in one mma
+        if isinstance(acc_elem, Float32Type):
+            return MmaForm(32, min_arch=89)
+        return f"no mma.sync form for {a_elem} into {acc_elem}"
     if type(a_elem) is not type(b_elem):
         return f"operands {a_elem} and {b_elem} differ"
     if isinstance(a_elem, (Float16Type, BFloat16Type)):
@@ -69,10 +74,6 @@ def mma_form(a_elem, b_elem, acc_elem, input_precision: str) -> MmaForm | str:
         if isinstance(acc_elem, IntegerType) and acc_elem.width.data == 32:
             return MmaForm(32)
         return f"no mma.sync form for i8 into {acc_elem}"
-    if isinstance(a_elem, (Float8E4M3FNType, Float8E5M2Type)):
-        if isinstance(acc_elem, Float32Type):
-            return MmaForm(32, min_arch=89)
-        return f"no mma.sync form for {a_elem} into {acc_elem}"
     return f"no mma.sync form for {a_elem}"
 
 

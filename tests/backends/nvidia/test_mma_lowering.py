@@ -24,9 +24,9 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
     tl.store(c_ptr + m[:, None] * N + n[None, :], c)
 
 
-def _ptx(elem, target, trans_b=False, out="*fp32", num_warps=4, shape=(64, 64, 32)):
+def _ptx(elem, target, trans_b=False, out="*fp32", num_warps=4, shape=(64, 64, 32), b_elem=None):
     M, N, K = shape
-    ck = kl.compile(dot_kernel, signature=f"*{elem},*{elem},{out}",
+    ck = kl.compile(dot_kernel, signature=f"*{elem},*{b_elem or elem},{out}",
                     constexprs=dict(M=M, N=N, K=K, TRANS_B=trans_b), target=target,
                     num_warps=num_warps)  # fmt: skip
     assert ck.asm["cubin"][:4] == b"\x7fELF"  # the PTX assembled
@@ -56,3 +56,15 @@ def test_fp16_dot_runs_on_ldmatrix_and_mma_sync(target, trans_b):
 def test_other_dtypes_take_their_mma_sync_form(elem, target, instruction):
     out = "*i32" if elem == "i8" else "*fp32"
     assert instruction in _ptx(elem, target, out=out).asm["ptx"]
+
+
+def test_mixed_fp8_operands_share_one_mma():
+    ptx = _ptx("fp8e4nv", "sm_90", b_elem="fp8e5").asm["ptx"]
+    assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32" in ptx
+
+
+def test_fp8_on_sm80_stays_on_fma():
+    ck = _ptx("fp8e4nv", "sm_80")
+    assert "mma.sync" not in ck.asm["ptx"]
+    (record,) = [r for r in ck.passes if r.name == "accelerate_matmul"]
+    assert "stays on FMA: f8E4M3FN mma.sync needs sm_89+, the target is sm_80" in record.summary

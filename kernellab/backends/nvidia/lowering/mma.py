@@ -83,7 +83,7 @@ def lower_mma_dot(ctx, op) -> None:
         for (mt, nt), regs in sorted(c_tiles.items()):
             acc = [out[r] for r in regs]
             for a_part, b_part in _products(a_parts[mt], b_parts[nt], precision):
-                acc = _mma(ctx, k, elem, acc_elem, a_part, b_part, acc)
+                acc = _mma(ctx, k, elem, op.b.type.element_type, acc_elem, a_part, b_part, acc)
             for r, v in zip(regs, acc):
                 out[r] = v
     ctx.set(op.d, TV(out, c_tv.lay, acc_elem))
@@ -138,10 +138,10 @@ def tf32_bits(ctx, v):
     return ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [v], side_effect=False)
 
 
-def _mma(ctx, k: int, elem, acc_elem, a_regs, b_regs, acc):
+def _mma(ctx, k: int, a_elem, b_elem, acc_elem, a_regs, b_regs, acc):
     """One mma.sync.aligned.m16n8kK.row.col; `acc` holds the four accumulator elements."""
     b = ctx.b
-    a_type = _PTX_TYPE[type(elem)]
+    a_type, b_type = _PTX_TYPE[type(a_elem)], _PTX_TYPE[type(b_elem)]
     if isinstance(acc_elem, builtin.Float16Type):
         c_regs = []
         for i in (0, 2):
@@ -159,7 +159,7 @@ def _mma(ctx, k: int, elem, acc_elem, a_regs, b_regs, acc):
         return "{" + ",".join(f"${first + i}" for i in range(count)) + "}"
 
     text = (
-        f"mma.sync.aligned.m16n8k{k}.row.col.{c_type}.{a_type}.{a_type}.{c_type} "
+        f"mma.sync.aligned.m16n8k{k}.row.col.{c_type}.{a_type}.{b_type}.{c_type} "
         f"{operands(0, n_c)}, {operands(n_c, n_a)}, {operands(n_c + n_a, n_b)}, "
         f"{operands(n_c + n_a + n_b, n_c)};"
     )
