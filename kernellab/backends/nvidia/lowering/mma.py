@@ -10,8 +10,10 @@ one mma.sync per (M tile, N tile, K tile), passing each tile's registers in regi
 
 ttg.local_load into a 16-bit operand layout uses ldmatrix.x4 where kernellab.layouts'
 `ldmatrix_rows` gives the lanes' row addresses for the buffer (plain or .trans, by which dim
-is contiguous); the lowering computes those addresses like any layout's coordinates. Other
-element widths read shared memory element by element (the generic local_load).
+is contiguous); the lowering computes those addresses like any layout's coordinates. When the
+load's only user is an MMA dot, the dot issues each ldmatrix just before the K step that
+first needs it (LdmatrixOperand). Other element widths read shared memory element by element
+(the generic local_load).
 
 What this module needs from the lowering context `ctx`: `ctx.get(value)` / `ctx.set(value, tv)`
 (a tensor is a `TV`: one LLVM value per register of its `Lay`, whose register bases give each
@@ -24,12 +26,14 @@ shape, order, swizzle) with its element-offset function.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
 from kernellab.backends.nvidia.lowering.layout import Lay
 from kernellab.backends.nvidia.lowering.types import F16, F32, I32, TV, SmemBuf, bitwidth, llty
-from kernellab.ir import ttg
+from kernellab.ir import tt, ttg
 from kernellab.layouts import from_encoding, ldmatrix_rows
 
 # ------------------------------------------------------------------------------ tt.dot
@@ -65,20 +69,21 @@ def _tiles(lay: Lay, tile: tuple[int, int]) -> dict[tuple[int, int], list[int]]:
 
 def lower_mma_dot(ctx, op) -> None:
     """d = a @ b + c as mma.sync over the warp's instruction tiles."""
-    a_tv, b_tv, c_tv = ctx.get(op.a), ctx.get(op.b), ctx.get(op.c)
+    (a_lay, a_reg), (b_lay, b_reg) = _reader(ctx, op.a), _reader(ctx, op.b)
+    c_tv = ctx.get(op.c)
     elem, acc_elem = op.a.type.element_type, op.d.type.element_type
     k = _instr_k(elem)
-    a_tiles = _tiles(a_tv.lay, (16, k))
-    b_tiles = _tiles(b_tv.lay, (k, 8))
+    a_tiles = _tiles(a_lay, (16, k))
+    b_tiles = _tiles(b_lay, (k, 8))
     c_tiles = _tiles(c_tv.lay, (16, 8))
     precision = op.input_precision.data if isinstance(elem, builtin.Float32Type) else ""
     pack = _packer(ctx, elem)
     out = list(c_tv.regs)
     k_tiles = sorted({kt for (_, kt) in a_tiles})
     for kt in k_tiles:
-        a_parts = {mt: pack([a_tv.regs[r] for r in regs])
+        a_parts = {mt: pack([a_reg(r) for r in regs])
                    for (mt, t), regs in a_tiles.items() if t == kt}  # fmt: skip
-        b_parts = {nt: pack([b_tv.regs[r] for r in regs])
+        b_parts = {nt: pack([b_reg(r) for r in regs])
                    for (t, nt), regs in b_tiles.items() if t == kt}  # fmt: skip
         for (mt, nt), regs in sorted(c_tiles.items()):
             acc = [out[r] for r in regs]
@@ -87,6 +92,15 @@ def lower_mma_dot(ctx, op) -> None:
             for r, v in zip(regs, acc):
                 out[r] = v
     ctx.set(op.d, TV(out, c_tv.lay, acc_elem))
+
+
+def _reader(ctx, value):
+    """(Lay, fn(register) -> LLVM value) of a dot operand: registers, or an LdmatrixOperand
+    loaded as the K loop reaches it."""
+    operand = ctx.get(value)
+    if isinstance(operand, LdmatrixOperand):
+        return operand.lay, lambda r: operand.register(ctx, r)
+    return operand.lay, lambda r: operand.regs[r]
 
 
 def _products(a_part, b_part, precision: str):
@@ -193,26 +207,56 @@ def ldmatrix_rows_of(buf: SmemBuf, encoding, op_idx: int) -> tuple[Lay, bool] | 
     return Lay.from_linear(rows, tuple(buf.shape)), trans
 
 
-def load_with_ldmatrix(ctx, buf: SmemBuf, lay: Lay, rows: Lay, trans: bool, elem, interval,
-                       offset_of) -> TV:  # fmt: skip
-    """The dot operand `lay` read from `buf` by one ldmatrix.sync.aligned.m8n8.x4 per register
-    of `rows` (the row addresses, from ldmatrix_rows_of). `offset_of(coords)`: the i32
-    element offset of i32 coordinates in `buf` (its swizzle)."""
-    b = ctx.b
-    pair_type = ir.VectorType(llty(elem), 2)
-    ctx.smem_access(interval, write=False)
-    out = [None] * lay.nregs
-    text = "ldmatrix.sync.aligned.m8n8.x4{}.shared.b16 {{$0,$1,$2,$3}}, [$4];".format(
-        ".trans" if trans else ""
-    )
-    ret = ir.LiteralStructType([I32] * 4)
-    for outer in range(rows.nregs):
-        offset = offset_of([ctx.coord(rows, outer, d) for d in range(2)])
-        ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(offset, I32(2))))
+@dataclass
+class LdmatrixOperand:
+    """A 16-bit dot operand in shared memory, read by one ldmatrix.x4 per register of `rows`
+    (the row addresses, from ldmatrix_rows_of) the first time one of its registers is asked
+    for. A ttg.local_load whose only user is an MMA dot leaves this in place of its registers,
+    so the dot loads each K step's fragments just before that step's mma.sync (short live
+    ranges: the whole operand at once spills on large tiles); other local_loads read all of
+    it at once (`tensor`). `offset_of(coords)`: the i32 element offset of i32 coordinates in
+    `buf` (its swizzle)."""
+
+    buf: SmemBuf
+    lay: Lay
+    rows: Lay
+    trans: bool
+    elem: object
+    interval: object
+    offset_of: object
+    loaded: dict = field(default_factory=dict)
+
+    def register(self, ctx, r: int):
+        outer = r >> 3  # registers (outer, matrix j, pair element): one ldmatrix per outer
+        if outer not in self.loaded:
+            if not self.loaded:
+                ctx.smem_access(self.interval, write=False)
+            self.loaded[outer] = self._load(ctx, outer)
+        return self.loaded[outer][r & 7]
+
+    def tensor(self, ctx) -> TV:
+        return TV([self.register(ctx, r) for r in range(self.lay.nregs)], self.lay, self.elem)
+
+    def _load(self, ctx, outer: int) -> list:
+        b = ctx.b
+        text = "ldmatrix.sync.aligned.m8n8.x4{}.shared.b16 {{$0,$1,$2,$3}}, [$4];".format(
+            ".trans" if self.trans else ""
+        )
+        offset = self.offset_of([ctx.coord(self.rows, outer, d) for d in range(2)])
+        ptr = ctx.smem_ptr(b.add(I32(self.buf.offset), b.mul(offset, I32(2))))
+        ret = ir.LiteralStructType([I32] * 4)
         res = ctx.asm(ret, text, "=r,=r,=r,=r,r", [b.ptrtoint(ptr, I32)], side_effect=True)
-        for j in range(4):  # matrix j: operand registers (outer, j, pair element)
+        pair_type = ir.VectorType(llty(self.elem), 2)
+        out = []
+        for j in range(4):  # matrix j holds registers (outer, j, 0) and (outer, j, 1)
             pair = b.bitcast(b.extract_value(res, j), pair_type)
-            base = (outer << 3) | (j << 1)
-            out[base] = b.extract_element(pair, I32(0))
-            out[base | 1] = b.extract_element(pair, I32(1))
-    return TV(out, lay, elem)
+            out += [b.extract_element(pair, I32(0)), b.extract_element(pair, I32(1))]
+        return out
+
+
+def feeds_one_mma_dot(value) -> bool:
+    """`value` (a local_load's result) has exactly one use, an MMA dot's operand."""
+    uses = list(value.uses)
+    return len(uses) == 1 and isinstance(uses[0].operation, tt.DotOp) and is_mma_dot(
+        uses[0].operation
+    )

@@ -16,7 +16,11 @@ from xdsl.dialects.builtin import TensorType
 from kernellab.backends.nvidia.lowering.convert import convert, convert_scratch_bytes
 from kernellab.backends.nvidia.lowering.core import LoweringError, lowers, scratch
 from kernellab.backends.nvidia.lowering.layout import Lay, _log2, coords_of, flat_of
-from kernellab.backends.nvidia.lowering.mma import ldmatrix_rows_of, load_with_ldmatrix
+from kernellab.backends.nvidia.lowering.mma import (
+    LdmatrixOperand,
+    feeds_one_mma_dot,
+    ldmatrix_rows_of,
+)
 from kernellab.backends.nvidia.lowering.remap import pull_back
 from kernellab.backends.nvidia.lowering.types import I8, I32, TV, SmemBuf, bitwidth, llty
 from kernellab.ir import tt, ttg
@@ -272,12 +276,12 @@ def _local_load(ctx, op):
     rows = None
     if isinstance(encoding, ttg.DotOperandEncodingAttr):
         rows = ldmatrix_rows_of(buf, encoding, encoding.op_idx)
-    if rows is not None:
-        offset_of = lambda coords: smem_offset(ctx, buf, coords)  # noqa: E731
-        tv = load_with_ldmatrix(ctx, buf, lay, *rows, t.element_type, interval, offset_of)
-    else:
-        tv = _load_tensor(ctx, buf, lay, t.element_type, interval)
-    ctx.set(op.result, tv)
+    if rows is None:
+        ctx.set(op.result, _load_tensor(ctx, buf, lay, t.element_type, interval))
+        return
+    offset_of = lambda coords: smem_offset(ctx, buf, coords)  # noqa: E731
+    operand = LdmatrixOperand(buf, lay, *rows, t.element_type, interval, offset_of)
+    ctx.set(op.result, operand if feeds_one_mma_dot(op.result) else operand.tensor(ctx))
 
 
 @lowers(ttg.LocalDeallocOp)
