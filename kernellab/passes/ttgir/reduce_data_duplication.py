@@ -10,8 +10,10 @@ Shared layout: the swizzle kernellab.layouts.best_swizzle picks (fewest bank-con
 wavefronts) for the accesses the lowering makes — the one rule the lab's swizzle explorer
 draws. The FMA dot's tile is written from the source layout and read in the dot-operand layout
 one element per thread and instruction (the local_alloc stores and the FMA loop's reads are
-scalar), so both accesses are modelled without their register bases; an MMA parent's operand
-is read as whole fragments.
+scalar), so both accesses are modelled without their register bases. An MMA parent's 16-bit
+operand is read by ldmatrix.x4, 16-byte rows at the addresses kernellab.layouts.ldmatrix gives
+(the lowering reads those same rows from the buffer's contiguous dim, the write's fastest);
+other MMA operands are read as whole fragments.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import ttg
-from kernellab.layouts import LinearLayout, best_swizzle, from_encoding
+from kernellab.layouts import LinearLayout, best_swizzle, fastest_dim, from_encoding, ldmatrix_access
 from kernellab.passes.ttgir.axis_info import element_bytes
 
 NAME = "reduce_data_duplication"
@@ -52,6 +54,8 @@ def shared_encoding(src, dst: ttg.DotOperandEncodingAttr, shape, elem_bytes: int
     write, read = from_encoding(src, shape), from_encoding(dst, shape)
     if isinstance(dst.parent, ttg.BlockedEncodingAttr):
         write, read = _one_element(write), _one_element(read)
+    elif elem_bytes == 2:
+        read = ldmatrix_access(read, dst.op_idx, fastest_dim(write)) or read
     layout, _ = best_swizzle([write, read], elem_bytes)
     record = layout.encoding
     return ttg.SwizzledSharedEncodingAttr(record.vec, record.per_phase, record.max_phase, list(record.order))
