@@ -13,15 +13,12 @@ ttg.local_load into a 16-bit operand layout uses ldmatrix.x4 where kernellab.lay
 is contiguous); the lowering computes those addresses like any layout's coordinates. When the
 load's only user is an MMA dot, the dot issues each ldmatrix just before the K step that
 first needs it (LdmatrixOperand). Other element widths read shared memory element by element
-(the generic local_load).
+(the core's local_load).
 
-What this module needs from the lowering context `ctx`: `ctx.get(value)` / `ctx.set(value, tv)`
-(a tensor is a `TV`: one LLVM value per register of its `Lay`, whose register bases give each
-register's coordinates), `ctx.coord(lay, register, dim)` (this thread's i32 coordinate, from
-its lane and warp ids), `ctx.b` (the llvmlite IRBuilder), `ctx.asm(ret, text, constraints,
-args, side_effect)`, `ctx.smem_ptr(byte_offset)` and `ctx.smem_access(interval, write)`
-(barrier placement); and, passed in by the local_load rule, the buffer (`SmemBuf`: byte offset,
-shape, order, swizzle) with its element-offset function.
+Both are NVIDIA rules over the core's: the NVIDIA table maps tt.DotOp and ttg.LocalLoadOp
+here (RULES), and every dot or local_load these do not apply to goes to the core's rule (the
+FMA dot, the element-by-element load). The buffer's element offsets are the core's
+(shared_buffers.smem_offset: its swizzle).
 """
 
 from __future__ import annotations
@@ -31,10 +28,12 @@ from dataclasses import dataclass, field
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
-from kernellab.backends.nvidia.lowering.layout import Lay
-from kernellab.backends.nvidia.lowering.types import F16, F32, I32, TV, SmemBuf, bitwidth, llty
+from kernellab.backends.llvm import CORE_RULES
+from kernellab.backends.llvm.layout import Lay
+from kernellab.backends.llvm.shared_buffers import buffer_interval, smem_offset
+from kernellab.backends.llvm.types import F16, I32, TV, SmemBuf, bitwidth, llty
 from kernellab.ir import tt, ttg
-from kernellab.layouts import from_encoding, ldmatrix_rows
+from kernellab.layouts import ldmatrix_rows
 
 # ------------------------------------------------------------------------------ tt.dot
 
@@ -67,7 +66,15 @@ def _tiles(lay: Lay, tile: tuple[int, int]) -> dict[tuple[int, int], list[int]]:
     return out
 
 
-def lower_mma_dot(ctx, op) -> None:
+def _dot(ctx, op) -> None:
+    """An MMA v2 dot on mma.sync; any other dot is the core's FMA dot."""
+    if is_mma_dot(op):
+        _mma_dot(ctx, op)
+    else:
+        CORE_RULES[tt.DotOp](ctx, op)
+
+
+def _mma_dot(ctx, op) -> None:
     """d = a @ b + c as mma.sync over the warp's instruction tiles."""
     (a_lay, a_reg), (b_lay, b_reg) = _reader(ctx, op.a), _reader(ctx, op.b)
     c_tv = ctx.get(op.c)
@@ -117,7 +124,7 @@ def _products(a_part, b_part, precision: str):
 
 def _packer(ctx, elem):
     """fn(fragment values) -> the 32-bit registers mma.sync takes (fp32: (big, small) tf32
-    register lists, rounded with cvt.rna like the interpreter)."""
+    register lists, rounded by the target's tf32_round like the FMA dot and the interpreter)."""
     b = ctx.b
     bits = bitwidth(elem)
     if bits == 32:
@@ -125,9 +132,9 @@ def _packer(ctx, elem):
         def tf32_parts(values):
             big, small = [], []
             for v in values:
-                hi = tf32_bits(ctx, v)
-                big.append(hi)
-                small.append(tf32_bits(ctx, b.fsub(v, b.bitcast(hi, F32))))
+                hi = ctx.target.tf32_round(ctx, v)
+                big.append(b.bitcast(hi, I32))
+                small.append(b.bitcast(ctx.target.tf32_round(ctx, b.fsub(v, hi)), I32))
             return big, small
 
         return tf32_parts
@@ -144,12 +151,6 @@ def _packer(ctx, elem):
         return regs
 
     return pack
-
-
-def tf32_bits(ctx, v):
-    """i32: fp32 `v` rounded to tf32 by `cvt.rna.tf32.f32` (nearest, ties away from zero, as
-    the interpreter rounds), the low 13 bits zero."""
-    return ctx.asm(I32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", [v], side_effect=False)
 
 
 def _mma(ctx, k: int, a_elem, b_elem, acc_elem, a_regs, b_regs, acc):
@@ -192,30 +193,47 @@ def _mma(ctx, k: int, a_elem, b_elem, acc_elem, a_regs, b_regs, acc):
 # ------------------------------------------------------------------ local_load: ldmatrix
 
 
-def ldmatrix_rows_of(buf: SmemBuf, encoding, op_idx: int) -> tuple[Lay, bool] | None:
-    """(row-address Lay, .trans?) when ldmatrix.x4 can load the dot operand `encoding` from
-    `buf`: 16-bit elements, rank 2, rows of 8 elements that stay contiguous under the
+def _ldmatrix_rows(buf: SmemBuf, lay: Lay, op_idx: int) -> tuple[Lay, bool] | None:
+    """(row-address Lay, .trans?) when ldmatrix.x4 can load the dot operand laid out as `lay`
+    from `buf`: 16-bit elements, rank 2, rows of 8 elements that stay contiguous under the
     buffer's swizzle (kernellab.layouts.ldmatrix_rows decides the rest)."""
     if bitwidth(buf.elem) != 16 or len(buf.shape) != 2:
         return None
     if buf.max_phase > 1 and buf.vec < 8:
         return None
-    found = ldmatrix_rows(from_encoding(encoding, buf.shape), op_idx, buf.order[0])
+    found = ldmatrix_rows(lay.linear, op_idx, buf.order[0])
     if found is None:
         return None
     rows, trans = found
-    return Lay.from_linear(rows, tuple(buf.shape)), trans
+    return Lay(rows), trans
+
+
+def _local_load(ctx, op) -> None:
+    """A 16-bit MMA dot operand with ldmatrix (deferred to the dot when it is the only user);
+    any other local_load is the core's."""
+    t = op.result.type
+    encoding = ttg.encoding_of(t)
+    buf = ctx.get(op.src)
+    rows = None
+    if isinstance(encoding, ttg.DotOperandEncodingAttr) and isinstance(
+        encoding.parent, ttg.NvidiaMmaEncodingAttr
+    ):
+        rows = _ldmatrix_rows(buf, ctx.lay(t), encoding.op_idx)
+    if rows is None:
+        CORE_RULES[ttg.LocalLoadOp](ctx, op)
+        return
+    operand = LdmatrixOperand(buf, ctx.lay(t), *rows, t.element_type, buffer_interval(ctx, op.src))
+    ctx.set(op.result, operand if _feeds_one_mma_dot(op.result) else operand.tensor(ctx))
 
 
 @dataclass
 class LdmatrixOperand:
     """A 16-bit dot operand in shared memory, read by one ldmatrix.x4 per register of `rows`
-    (the row addresses, from ldmatrix_rows_of) the first time one of its registers is asked
+    (the row addresses, from _ldmatrix_rows) the first time one of its registers is asked
     for. A ttg.local_load whose only user is an MMA dot leaves this in place of its registers,
     so the dot loads each K step's fragments just before that step's mma.sync (short live
     ranges: the whole operand at once spills on large tiles); other local_loads read all of
-    it at once (`tensor`). `offset_of(coords)`: the i32 element offset of i32 coordinates in
-    `buf` (its swizzle)."""
+    it at once (`tensor`)."""
 
     buf: SmemBuf
     lay: Lay
@@ -223,7 +241,6 @@ class LdmatrixOperand:
     trans: bool
     elem: object
     interval: object
-    offset_of: object
     loaded: dict = field(default_factory=dict)
 
     def register(self, ctx, r: int):
@@ -242,7 +259,7 @@ class LdmatrixOperand:
         text = "ldmatrix.sync.aligned.m8n8.x4{}.shared.b16 {{$0,$1,$2,$3}}, [$4];".format(
             ".trans" if self.trans else ""
         )
-        offset = self.offset_of([ctx.coord(self.rows, outer, d) for d in range(2)])
+        offset = smem_offset(ctx, self.buf, [ctx.coord(self.rows, outer, d) for d in range(2)])
         ptr = ctx.smem_ptr(b.add(I32(self.buf.offset), b.mul(offset, I32(2))))
         ret = ir.LiteralStructType([I32] * 4)
         res = ctx.asm(ret, text, "=r,=r,=r,=r,r", [b.ptrtoint(ptr, I32)], side_effect=True)
@@ -254,9 +271,16 @@ class LdmatrixOperand:
         return out
 
 
-def feeds_one_mma_dot(value) -> bool:
+def _feeds_one_mma_dot(value) -> bool:
     """`value` (a local_load's result) has exactly one use, an MMA dot's operand."""
     uses = list(value.uses)
     return len(uses) == 1 and isinstance(uses[0].operation, tt.DotOp) and is_mma_dot(
         uses[0].operation
     )
+
+
+# op class -> fn(ctx, op): NVIDIA's rules over the core's for these ops
+RULES = {
+    tt.DotOp: _dot,
+    ttg.LocalLoadOp: _local_load,
+}
