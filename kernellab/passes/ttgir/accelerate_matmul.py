@@ -8,8 +8,9 @@ have an mma.sync form (table below) and the tile holds at least one instruction 
 32-bit registers of kWidth consecutive K elements). Conversions into those layouts are
 inserted before the dot and one back to the old layout after it; remove_layout_conversions
 then moves the surrounding math into the MMA layout and reduce_data_duplication stages the
-operands through shared memory. A dot that stays on FMA is named, with the reason, in the
-pass record's note.
+operands through shared memory. The rewrite is the pattern `mma-v2-dot` of the rewrite engine,
+swept once over the dots in order (a dot chained to an already converted one takes its warps);
+a dot that stays on FMA is named, with the reason, in the pass record's summary.
 
 warpsPerCTA follows Triton's choice for MMA v2: a dot that feeds (or is fed by) another dot in
 its region takes that dot's warps, or all warps along its longer dim; otherwise warps are
@@ -32,10 +33,11 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.ir import Operation, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.pattern_rewriter import PatternRewriter
 
 from kernellab.ir import tt, ttg
 from kernellab.passes.manager import PassOutcome
+from kernellab.passes.rewrite import Rewrites, apply_to_each, pattern
 from kernellab.passes.ttgir.encodings import convert_before
 
 NAME = "accelerate_matmul"
@@ -83,20 +85,20 @@ def k_width(elem) -> int:
 
 
 def run(module: ModuleOp) -> PassOutcome:
+    rewrites = Rewrites()
+    apply_to_each(_fma_dots(module), [MMA_V2_DOT], rewrites)
     arch = _arch(ttg.target(module))
-    warps = ttg.num_warps(module)
-    notes = []
-    changed = False
-    for op in [op for op in module.walk() if isinstance(op, tt.DotOp)]:
-        if not isinstance(ttg.encoding_of(op.d.type), ttg.BlockedEncodingAttr):
-            continue
-        reason = _why_not(op, arch)
-        if reason:
-            notes.append(f"tt.dot{_line(op)} stays on FMA: {reason}")
-            continue
-        _to_mma(op, warps_per_tile(op, warps))
-        changed = True
-    return PassOutcome(changed, "; ".join(notes))
+    stays = [f"tt.dot{_line(op)} stays on FMA: {_why_not(op, arch)}" for op in _fma_dots(module)]
+    return PassOutcome(rewrites.changed, "; ".join([rewrites.summary, *stays]))
+
+
+def _fma_dots(module: ModuleOp) -> list[tt.DotOp]:
+    return [op for op in module.walk() if isinstance(op, tt.DotOp) and _on_fma(op)]
+
+
+def _on_fma(op: tt.DotOp) -> bool:
+    """convert_to_ttgpuir's blocked accumulator: the FMA dot."""
+    return isinstance(ttg.encoding_of(op.d.type), ttg.BlockedEncodingAttr)
 
 
 def _arch(target: str) -> int:
@@ -168,8 +170,12 @@ def _chained_dots(op: tt.DotOp) -> list[tt.DotOp]:
     return found
 
 
-def _to_mma(op: tt.DotOp, warps: list[int]) -> None:
-    mma = ttg.NvidiaMmaEncodingAttr(2, 0, warps, [INSTR_M, INSTR_N])
+def _to_mma(op: tt.DotOp, rewriter: PatternRewriter) -> bool:
+    """The FMA dot `op` on MMA v2 layouts, if it has a tensor-core form on the target."""
+    module = op.get_toplevel_object()
+    if not _on_fma(op) or _why_not(op, _arch(ttg.target(module))):
+        return False
+    mma = ttg.NvidiaMmaEncodingAttr(2, 0, warps_per_tile(op, ttg.num_warps(module)), [INSTR_M, INSTR_N])
     old_converts = [v.owner for v in op.operands]
     operands = []
     for idx, value in enumerate((op.a, op.b)):
@@ -178,12 +184,13 @@ def _to_mma(op: tt.DotOp, warps: list[int]) -> None:
     acc = convert_before(_unconverted(op.c), mma, op)
     dot = tt.DotOp(*operands, acc, op.input_precision.data, op.max_num_imprecise_acc.value.data)
     dot.location = op.location
-    Rewriter.replace_op(op, [dot, ttg.ConvertLayoutOp(dot.d, op.d.type)])
+    rewriter.replace(op, [dot, ttg.ConvertLayoutOp(dot.d, op.d.type)])
     for owner in old_converts:  # the old operands' conversions, now unused
         while isinstance(owner, ttg.ConvertLayoutOp) and not owner.result.uses:
             source = owner.src.owner
-            Rewriter.erase_op(owner)
+            rewriter.erase_op(owner)
             owner = source
+    return True
 
 
 def _unconverted(value: SSAValue) -> SSAValue:
@@ -191,3 +198,6 @@ def _unconverted(value: SSAValue) -> SSAValue:
     while isinstance(value.owner, ttg.ConvertLayoutOp):
         value = value.owner.src
     return value
+
+
+MMA_V2_DOT = pattern("mma-v2-dot", _to_mma, [tt.DotOp.name])
