@@ -188,7 +188,7 @@ def _to_mma(op: tt.DotOp, rewriter: PatternRewriter) -> bool:
     for owner in old_converts:  # the old operands' conversions, now unused
         while isinstance(owner, ttg.ConvertLayoutOp) and not owner.result.uses:
             source = owner.src.owner
-            rewriter.erase_op(owner)
+            rewriter.erase(owner)
             owner = source
     return True
 
