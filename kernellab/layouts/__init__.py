@@ -23,7 +23,7 @@ from kernellab.layouts.printing import (
 )
 from kernellab.layouts.shared import swizzled_shared
 from kernellab.layouts.tiling import identity_1d, zeros_1d
-from kernellab.layouts.vector import fastest_dim, max_contiguous_registers
+from kernellab.layouts.vector import max_contiguous_registers
 
 __all__ = [
     "HARDWARE_DIMS",
@@ -47,7 +47,6 @@ __all__ = [
     "describe_slice",
     "describe_swizzled_shared",
     "dot_operand",
-    "fastest_dim",
     "from_encoding",
     "identity_1d",
     "ldmatrix_access",

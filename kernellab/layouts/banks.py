@@ -16,7 +16,7 @@ import numpy as np
 
 from kernellab.layouts.linear import LinearLayout
 from kernellab.layouts.shared import swizzled_shared
-from kernellab.layouts.vector import fastest_dim, max_contiguous_registers
+from kernellab.layouts.vector import max_contiguous_registers
 
 NUM_BANKS = 32
 BANK_BYTES = 4
@@ -120,7 +120,7 @@ def best_swizzle(
     rank = len(shape)
     orders = []
     for layout in accesses:
-        fastest = fastest_dim(layout)
+        fastest = max(range(rank), key=lambda d: (max_contiguous_registers(layout, d), d))
         order = [fastest] + [d for d in reversed(range(rank)) if d != fastest]
         if order not in orders:
             orders.append(order)

@@ -28,10 +28,3 @@ def max_contiguous_registers(layout: LinearLayout, dim: int | Sequence[int]) -> 
     while k and any(v % (1 << k) for v in others + [b[dim] for b in registers[k:]]):
         k -= 1
     return 1 << k
-
-
-def fastest_dim(layout: LinearLayout) -> int:
-    """The dim along which `layout`'s registers run longest (the highest dim on ties): the dim
-    a shared buffer written or read by this access is best contiguous along."""
-    rank = len(layout.out_shape)
-    return max(range(rank), key=lambda d: (max_contiguous_registers(layout, d), d))
