@@ -41,6 +41,8 @@ def test_fp16_dot_runs_on_ldmatrix_and_mma_sync(target, trans_b):
     assert re.search(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)
     # B row-major (N contiguous) is read transposed; tl.trans of an N x K tile is K-contiguous
     assert ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx) == (not trans_b)
+    # both operands come from ldmatrix: their buffers' swizzle keeps ldmatrix's 16-byte rows
+    assert not re.search(r"ld\.shared(\.v\d)?\.[bu]16", ptx)
 
 
 @pytest.mark.parametrize(
