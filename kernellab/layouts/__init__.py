@@ -10,6 +10,7 @@ from kernellab.layouts.blocked import blocked, slice_layout
 from kernellab.layouts.conversion import ConversionPlan, conversion_plan
 from kernellab.layouts.dot_operand import dot_operand
 from kernellab.layouts.encodings import from_encoding, to_named
+from kernellab.layouts.ldmatrix import ldmatrix_access, ldmatrix_rows
 from kernellab.layouts.linear import HARDWARE_DIMS, LinearLayout, standard_dims
 from kernellab.layouts.mma import nvidia_mma_v2, nvidia_mma_v3
 from kernellab.layouts.named import Blocked, DotOperand, NvidiaMma, Slice, SwizzledShared
@@ -48,6 +49,8 @@ __all__ = [
     "dot_operand",
     "from_encoding",
     "identity_1d",
+    "ldmatrix_access",
+    "ldmatrix_rows",
     "max_contiguous_registers",
     "nvidia_mma_v2",
     "nvidia_mma_v3",

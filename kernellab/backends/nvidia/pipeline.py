@@ -5,9 +5,10 @@ ptx.py for LLVM's); every pipeline runs through the traced pass manager.
 ttgir stage, TTIR in, TTGIR with every layout chosen out:
 1. convert_to_ttgpuir        default layouts and module attributes (num_warps, target).
 2. coalesce                   memory ops get the layouts that vectorize and coalesce (AxisInfo).
-3. remove_layout_conversions  computations move into the memory ops' layouts.
-4. reduce_data_duplication    conversions into dot-operand layouts go through shared memory.
-5. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
+3. accelerate_matmul          dots with a tensor-core form get MMA v2 layouts (mma.sync).
+4. remove_layout_conversions  computations move into the memory ops' layouts.
+5. reduce_data_duplication    conversions into dot-operand layouts go through shared memory.
+6. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
                               rematerialization can leave duplicate index math, and folding
                               keeps each constant's layout.
 
@@ -38,6 +39,7 @@ from kernellab.backends.nvidia.ptx import (
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassRecord
 from kernellab.passes.ttgir import (
+    accelerate_matmul,
     coalesce,
     convert_to_ttgpuir,
     reduce_data_duplication,
@@ -60,6 +62,7 @@ class _Configured:
 TTGIR_PASSES = [
     convert_to_ttgpuir,
     coalesce,
+    accelerate_matmul,
     remove_layout_conversions,
     reduce_data_duplication,
     cse,

@@ -10,8 +10,11 @@ Shared layout: the swizzle kernellab.layouts.best_swizzle picks (fewest bank-con
 wavefronts) for the accesses the lowering makes — the one rule the lab's swizzle explorer
 draws. The FMA dot's tile is written from the source layout and read in the dot-operand layout
 one element per thread and instruction (the local_alloc stores and the FMA loop's reads are
-scalar), so both accesses are modelled without their register bases; an MMA parent's operand
-is read as whole fragments.
+scalar), so both accesses are modelled without their register bases. An MMA parent's 16-bit
+operand is read by ldmatrix.x4, 16-byte rows at the addresses kernellab.layouts.ldmatrix gives
+along the dim the tile is written along (a thread's consecutive registers, else a warp's
+consecutive lanes), which the buffer is then contiguous along; other MMA operands are read as
+whole fragments.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import ttg
-from kernellab.layouts import LinearLayout, best_swizzle, from_encoding
+from kernellab.layouts import LinearLayout, best_swizzle, from_encoding, ldmatrix_access
 from kernellab.passes.ttgir.axis_info import element_bytes
 
 NAME = "reduce_data_duplication"
@@ -52,6 +55,8 @@ def shared_encoding(src, dst: ttg.DotOperandEncodingAttr, shape, elem_bytes: int
     write, read = from_encoding(src, shape), from_encoding(dst, shape)
     if isinstance(dst.parent, ttg.BlockedEncodingAttr):
         write, read = _one_element(write), _one_element(read)
+    elif elem_bytes == 2:
+        read = ldmatrix_access(read, dst.op_idx, _contiguous_dim(write)) or read
     layout, _ = best_swizzle([write, read], elem_bytes)
     record = layout.encoding
     return ttg.SwizzledSharedEncodingAttr(record.vec, record.per_phase, record.max_phase, list(record.order))
@@ -61,3 +66,13 @@ def _one_element(layout: LinearLayout) -> LinearLayout:
     """One scalar access of every thread: `layout` without its registers (each register is
     its own instruction, with the same bank pattern up to an XOR of the address)."""
     return LinearLayout({**layout.bases, "register": []}, layout.out_shape, layout.out_dims)
+
+
+def _contiguous_dim(layout: LinearLayout) -> int:
+    """The dim whose consecutive elements `layout` puts in consecutive registers of a thread,
+    else in consecutive lanes (the highest dim if neither)."""
+    for name in ("register", "lane"):
+        for base in layout.bases.get(name, ()):
+            if base.count(1) == 1 and base.count(0) == len(base) - 1:
+                return base.index(1)
+    return len(layout.out_shape) - 1

@@ -63,7 +63,7 @@ def _converts(module: ModuleOp) -> list[ttg.ConvertLayoutOp]:
 def _distributed(encoding: Attribute | None) -> bool:
     if isinstance(encoding, ttg.SliceEncodingAttr):
         return _distributed(encoding.parent)
-    return isinstance(encoding, ttg.BlockedEncodingAttr)
+    return isinstance(encoding, (ttg.BlockedEncodingAttr, ttg.NvidiaMmaEncodingAttr))
 
 
 def _layout(value: SSAValue) -> Attribute | None:

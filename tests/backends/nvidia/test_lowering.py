@@ -146,10 +146,13 @@ def test_ptx_lines_map_back_to_the_source(compiled):
 
 def test_dot_operands_are_read_from_shared_memory_inside_the_k_loop(compiled):
     ptx = compiled["dot_f16", "sm_90"].asm["ptx"]
-    assert _ptx_lines(ptx, r"ld\.shared") and _ptx_lines(ptx, r"st\.shared")
-    assert _ptx_lines(ptx, r"fma\.rn\.f32")
+    assert _ptx_lines(ptx, r"ldmatrix\.sync") and _ptx_lines(ptx, r"st\.shared")
+    assert _ptx_lines(ptx, r"mma\.sync\.aligned\.m16n8k16")
     ptx_i8 = compiled["dot_i8", "sm_90"].asm["ptx"]
-    assert _ptx_lines(ptx_i8, r"mad\.lo\.s32|mul\.lo\.s32")
+    assert _ptx_lines(ptx_i8, r"ld\.shared") and _ptx_lines(ptx_i8, r"mma\.sync\.aligned\.m16n8k32")
+    # batched dots stay on the FMA path
+    ptx_3d = compiled["dot3d_f32", "sm_90"].asm["ptx"]
+    assert _ptx_lines(ptx_3d, r"fma\.rn\.f32") and not _ptx_lines(ptx_3d, r"mma\.sync")
 
 
 def test_atomics_are_predicated_and_typed(compiled):
@@ -512,24 +515,23 @@ def _dot_ptx(precision, target="sm_90", dtype="fp32"):
 @pytest.mark.parametrize("target", TARGETS)
 def test_tf32_dot_rounds_both_operands_with_cvt_rna_and_ieee_does_not(target):
     m = n = k = 16
-    per_thread = m * n * k // 128  # 4 warps, one FMA per accumulator element and k
+    # tf32 runs on mma.sync m16n8k8: warps [2, 2] (the two along M hold the same 16 rows), so
+    # each warp does a 16x8 tile in 2 K steps and each thread rounds its 8 A and 4 B fragment
+    # elements once each
     tf32 = _dot_ptx("tf32", target)
-    cvts = _ptx_lines(tf32, r"cvt\.rna\.tf32\.f32")
-    # each thread reads at least a row of A and a column of B (k elements each), rounds each
-    # element it reads once, and at most two new elements per FMA
-    assert 2 * k <= len(cvts) <= 2 * per_thread, len(cvts)
-    assert len(_ptx_lines(tf32, r"fma\.rn\.f32")) == per_thread
+    assert len(_ptx_lines(tf32, r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32")) == 2
+    assert len(_ptx_lines(tf32, r"cvt\.rna\.tf32\.f32")) == 8 + 4
+    assert not _ptx_lines(tf32, r"fma\.rn\.f32")
     assert _ptx_lines(_dot_ptx(None, target), r"cvt\.rna\.tf32\.f32"), "tf32 is tl.dot's default for fp32"
-    ieee = _dot_ptx("ieee", target)
-    assert not _ptx_lines(ieee, r"cvt\.rna\.tf32")
-    assert len(_ptx_lines(ieee, r"fma\.rn\.f32")) == per_thread
+    ieee = _dot_ptx("ieee", target)  # no tensor-core form: the FMA path
+    assert not _ptx_lines(ieee, r"cvt\.rna\.tf32") and not _ptx_lines(ieee, r"mma\.sync")
+    assert len(_ptx_lines(ieee, r"fma\.rn\.f32")) == m * n * k // 128
 
 
-def test_tf32x3_dot_splits_each_operand_and_does_three_fmas_per_step():
-    per_thread = 16 * 16 * 16 // 128
+def test_tf32x3_dot_splits_each_operand_and_does_three_mmas_per_step():
     ptx = _dot_ptx("tf32x3")
-    assert len(_ptx_lines(ptx, r"fma\.rn\.f32")) == 3 * per_thread
-    assert _ptx_lines(ptx, r"cvt\.rna\.tf32\.f32")
+    assert len(_ptx_lines(ptx, r"mma\.sync\.aligned\.m16n8k8")) == 3 * 2
+    assert len(_ptx_lines(ptx, r"cvt\.rna\.tf32\.f32")) == 2 * (8 + 4)  # big and small parts
     assert _ptx_lines(ptx, r"sub(\.rn)?\.f32"), "small = tf32(x - tf32(x))"
 
 

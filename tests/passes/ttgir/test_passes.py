@@ -252,9 +252,10 @@ def test_dot_operands_go_through_shared_memory():
 
 
 def test_mma_operands_get_a_swizzled_layout():
-    # the layout core's best_swizzle (what the lab's swizzle explorer draws) finds Triton's
-    # ldmatrix swizzle for fp16 MMA operands: 16-byte vectors XORed across 128-byte rows
-    from kernellab.layouts import analyze, best_swizzle, from_encoding, swizzled_shared
+    # the layout core's best_swizzle (what the lab's swizzle explorer draws), asked for the
+    # tile's writes and ldmatrix's row reads, finds Triton's ldmatrix swizzle for fp16 MMA
+    # operands: 16-byte vectors XORed across 128-byte rows
+    from kernellab.layouts import analyze, best_swizzle, from_encoding, ldmatrix_access, swizzled_shared
     from kernellab.passes.ttgir.encodings import default_blocked
 
     mma = ttg.NvidiaMmaEncodingAttr(2, 0, [2, 2], [16, 8])
@@ -263,7 +264,7 @@ def test_mma_operands_get_a_swizzled_layout():
         src = default_blocked(shape, 4)
         shared = reduce_data_duplication.shared_encoding(src, dot, shape, 2)
         assert shared == ttg.SwizzledSharedEncodingAttr(*want, [1, 0])
-        accesses = [from_encoding(src, shape), from_encoding(dot, shape)]
+        accesses = [from_encoding(src, shape), ldmatrix_access(from_encoding(dot, shape), 0, 1)]
         best, _ = best_swizzle(accesses, 2)
         assert best == from_encoding(shared, shape)
         plain = swizzled_shared(1, 1, 1, [1, 0], shape)

@@ -1,5 +1,7 @@
 """TTGIR → LLVM IR for NVIDIA GPUs: the LLVM lowering core (kernellab.backends.llvm) with the
-NVIDIA target (target.py) and the rules only NVIDIA has (debug.py: printf and assert).
+NVIDIA target (target.py) and the rules only NVIDIA has (debug.py: printf and assert; mma.py:
+tensor-core dots on mma.sync and their operands' ldmatrix loads, over the core's FMA dot and
+local_load).
 
 `make_llir(module, options) -> (llir_text, metadata)`.
 """
@@ -9,11 +11,11 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
-from kernellab.backends.nvidia.lowering import debug
+from kernellab.backends.nvidia.lowering import debug, mma
 from kernellab.backends.nvidia.lowering.target import NvidiaTarget
 from kernellab.ir import tt, ttg
 
-RULES = {**CORE_RULES, **debug.RULES}
+RULES = {**CORE_RULES, **debug.RULES, **mma.RULES}
 SCRATCH = dict(CORE_SCRATCH)
 
 

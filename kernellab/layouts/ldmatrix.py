@@ -1,0 +1,74 @@
+"""ldmatrix: which shared-memory rows each lane addresses when a warp loads a 16-bit MMA dot
+operand with ldmatrix.sync.aligned.m8n8.x4 (PTX ISA), as layouts.
+
+ldmatrix.x4 loads four 8x8 matrices of 16-bit elements: lane 8j+i gives the address of row i
+of matrix j (8 elements, 16 contiguous bytes), and register j of lane t receives elements
+2(t%4), 2(t%4)+1 of row t/4 of matrix j; with .trans, rows 2(t%4), 2(t%4)+1 of column t/4.
+In a dot-operand layout of 16-bit elements (kWidth 2) register bit 0 and lane bits 0-1 step
+along one dim, lane bits 2-4 along the other, and register bits 1-2 pick four 8x8 blocks.
+When the first three step along the buffer's contiguous dim, each of the 8 rows a lane group
+addresses is 8 of its elements (plain ldmatrix); when lane bits 2-4 do, the rows are read
+transposed (.trans). The lanes' row addresses form a distributed layout: lanes = 3
+row-select bases then 2 matrix-select bases, registers = the operand's register bits above the
+four matrices (one ldmatrix.x4 each), warps as the operand's.
+
+The same rows, with the 8 elements of each row as registers, are the access pattern the
+shared layout of the operand's buffer is chosen for (best_swizzle): one rule for the layout
+the lowering reads and the swizzle the compiler picks.
+"""
+
+from __future__ import annotations
+
+from kernellab.layouts.linear import LinearLayout
+
+
+def ldmatrix_rows(
+    operand: LinearLayout, op_idx: int, contiguous_dim: int
+) -> tuple[LinearLayout, bool] | None:
+    """(the row-address layout, .trans?) for loading the 16-bit dot operand `operand` (a
+    kWidth-2 MMA v2 dot_operand layout) from a buffer whose `contiguous_dim` is contiguous, or
+    None when ldmatrix.x4 cannot produce it (too few registers, rows not 16-byte aligned)."""
+    if len(operand.out_shape) != 2:
+        return None
+    reg = operand.bases.get("register", ())
+    lane = operand.bases.get("lane", ())
+    warp = operand.bases.get("warp", ())
+    if len(reg) < 3 or len(lane) != 5:
+        return None
+    trans = contiguous_dim != 1 - op_idx
+    pair_and_lanes = (reg[0], *lane[:2])
+    row_elements = lane[2:] if trans else pair_and_lanes
+    row_select = pair_and_lanes if trans else lane[2:]
+    if list(row_elements) != _unit_steps(contiguous_dim):
+        return None
+    if any(base[contiguous_dim] % 8 for base in (*row_select, *reg[1:], *warp)):
+        return None
+    rows = LinearLayout(
+        {"register": reg[3:], "lane": (*row_select, *reg[1:3]), "warp": warp},
+        operand.out_shape,
+        operand.out_dims,
+    )
+    return rows, trans
+
+
+def ldmatrix_access(operand: LinearLayout, op_idx: int, contiguous_dim: int) -> LinearLayout | None:
+    """The ldmatrix reads as a register layout (each lane's 8-element row as registers, then
+    the row-address layout's registers), for bank-conflict analysis; None if ldmatrix
+    does not apply."""
+    found = ldmatrix_rows(operand, op_idx, contiguous_dim)
+    if found is None:
+        return None
+    rows = found[0].bases
+    return LinearLayout(
+        {
+            "register": (*_unit_steps(contiguous_dim), *rows["register"]),
+            "lane": rows["lane"],
+            "warp": rows["warp"],
+        },
+        operand.out_shape,
+        operand.out_dims,
+    )
+
+
+def _unit_steps(dim: int) -> list[tuple[int, int]]:
+    return [tuple(1 << i if d == dim else 0 for d in range(2)) for i in range(3)]
