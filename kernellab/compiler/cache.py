@@ -393,17 +393,20 @@ def record_problem(record, key: str) -> str | None:
     return _metadata_problem(record.get("metadata"))
 
 
-def _pass_records(data: bytes) -> list | None:
+_PASS_FIELDS = {"name": str, "ir_after": str, "seconds": (int, float), "changed": bool, "summary": str, "stage": str}
+
+
+def _pass_records(data: bytes) -> list[dict] | None:
     """The stored pass records, or None if passes.json is not a list of well-formed records."""
     try:
         raw = json.loads(data)
     except ValueError:
         return None
-    fields_ = {"name": str, "ir_after": str, "seconds": (int, float), "changed": bool, "summary": str, "stage": str}
     if not isinstance(raw, list) or not all(
-        isinstance(r, dict) and set(r) == set(fields_) and all(isinstance(r[k], t) for k, t in fields_.items())
+        isinstance(r, dict) and r.keys() == _PASS_FIELDS.keys()
+        and all(isinstance(r[k], t) for k, t in _PASS_FIELDS.items())
         for r in raw
-    ):
+    ):  # fmt: skip
         return None
     return raw
 
@@ -417,15 +420,20 @@ class CacheEntry:
     path: str
     asm: dict
     metadata: dict
-    _passes: list = field(default_factory=list, repr=False)  # validated dicts, made into records lazily
+    _passes: bytes | None = field(default=None, repr=False)  # passes.json, digest checked
 
     def load_passes(self) -> list:
-        """The pass records stored with the entry (validated when the entry was read)."""
-        if not self._passes:
+        """The pass records stored with the entry. Parsed only when asked for (they hold the IR
+        after every pass: parsing them would double the cost of a hit); their bytes were checked
+        against the signed record, so a record of the wrong shape is a bug in the writer."""
+        if self._passes is None:
             return []
+        raw = _pass_records(self._passes)
+        if raw is None:
+            raise ValueError(f"{self.path}/{PASSES_FILE} holds malformed pass records; delete the entry")
         from kernellab.passes.manager import PassRecord
 
-        return [PassRecord(**r) for r in self._passes]
+        return [PassRecord(**r) for r in raw]
 
 
 def _sha(data: bytes) -> str:
@@ -521,11 +529,10 @@ class DiskCache:
                 if data is None:
                     return None
                 asm[stage] = data if kind == "bytes" else data.decode()
-            passes = []
+            passes = None
             if record.get("passes") is not None:
                 name, _, size, digest = record["passes"]
-                data = _read_checked(path, name, size, digest)
-                passes = None if data is None else _pass_records(data)
+                passes = _read_checked(path, name, size, digest)
                 if passes is None:
                     return None
             return CacheEntry(key, path, asm, record["metadata"], passes)
