@@ -39,14 +39,11 @@ def _load_kernel(target: str):
     sys.modules[module_name] = module  # dataclasses and pickling look the module up by name
     try:
         spec.loader.exec_module(module)
-    except (UnicodeDecodeError, SyntaxError) as error:
-        if isinstance(error, UnicodeDecodeError) or "null bytes" in str(error):
-            raise UsageError(f"{path} is not Python source (it is binary); give the .py file that defines the kernel") from error
-        raise UsageError(
-            f"{path}:{error.lineno}: syntax error: {error.msg}\n  {(error.text or '').strip()}\nfix the file and rerun"
-        ) from error
-    except Exception as error:
-        raise _import_failure(path, error) from error
+    except BaseException as error:
+        del sys.modules[module_name]  # a failed import leaves nothing behind
+        if not isinstance(error, Exception):  # Ctrl-C, sys.exit in the file
+            raise
+        raise _import_error(path, error) from error
     kernels = sorted(k for k, v in vars(module).items() if isinstance(v, tl.KernelFunction))
     listing = f"kernels in it: {', '.join(kernels)}" if kernels else "it defines no @kl.jit kernel"
     if not hasattr(module, name):
@@ -57,8 +54,12 @@ def _load_kernel(target: str):
     return kernel
 
 
-def _import_failure(path: str, error: Exception) -> UsageError:
-    """Where in the user's file importing it failed, and what to do about it."""
+def _import_error(path: str, error: Exception) -> UsageError:
+    """Why importing the user's file failed, where in it, and what to do about it."""
+    if isinstance(error, UnicodeDecodeError) or (isinstance(error, SyntaxError) and "null bytes" in str(error)):
+        return UsageError(f"{path} is not Python source (it is binary); give the .py file that defines the kernel")
+    if isinstance(error, SyntaxError):
+        return UsageError(f"{path}:{error.lineno}: syntax error: {error.msg}\n  {(error.text or '').strip()}\nfix the file and rerun")
     line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__)) if f.filename == path), None)
     where = f"{path}:{line}" if line else path
     fix = "install it or fix the import" if isinstance(error, ImportError) else "fix the file"
