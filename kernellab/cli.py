@@ -9,26 +9,61 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import importlib.util
 import os
 import sys
+import traceback
+
+
+class UsageError(Exception):
+    """An ordinary mistake (a wrong path, a bad option, a kernel that does not compile): the CLI
+    prints its message, which names the problem and the fix, and exits with status 2."""
 
 
 def _load_kernel(target: str):
-    """The kernel named by `path/to/file.py:name`, imported from that file."""
+    """The kernel named by `path/to/file.py:name`, imported from that file under a private module
+    name (a file called json.py must not replace the standard json module)."""
+    from kernellab.language import core as tl
+
     path, sep, name = target.rpartition(":")
     if not sep or not path.endswith(".py"):
-        raise SystemExit(f"expected FILE.py:kernel, got {target!r}")
+        raise UsageError(f"expected FILE.py:kernel (e.g. kernels.py:add_kernel), got {target!r}")
     if not os.path.exists(path):
-        raise SystemExit(f"no such file: {path}")
-    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        raise UsageError(f"no such file: {path}; check the path (relative to {os.getcwd()})")
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory; name the Python file that defines the kernel: FILE.py:{name}")
+    module_name = "_kernellab_cli_" + hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:16]
+    spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    sys.modules[module_name] = module  # dataclasses and pickling look the module up by name
     try:
-        return getattr(module, name)
-    except AttributeError:
-        raise SystemExit(f"{path} defines no {name!r}") from None
+        spec.loader.exec_module(module)
+    except BaseException as error:
+        del sys.modules[module_name]  # a failed import leaves nothing behind
+        if not isinstance(error, Exception):  # Ctrl-C, sys.exit in the file
+            raise
+        raise _import_error(path, error) from error
+    kernels = sorted(k for k, v in vars(module).items() if isinstance(v, tl.KernelFunction))
+    listing = f"kernels in it: {', '.join(kernels)}" if kernels else "it defines no @kl.jit kernel"
+    if not hasattr(module, name):
+        raise UsageError(f"{path} defines no {name!r}; {listing}")
+    kernel = getattr(module, name)
+    if not isinstance(kernel, tl.KernelFunction):
+        raise UsageError(f"{path}:{name} is a {type(kernel).__name__}, not a @kl.jit kernel; {listing}")
+    return kernel
+
+
+def _import_error(path: str, error: Exception) -> UsageError:
+    """Why importing the user's file failed, where in it, and what to do about it."""
+    if isinstance(error, UnicodeDecodeError) or (isinstance(error, SyntaxError) and "null bytes" in str(error)):
+        return UsageError(f"{path} is not Python source (it is binary); give the .py file that defines the kernel")
+    if isinstance(error, SyntaxError):
+        return UsageError(f"{path}:{error.lineno}: syntax error: {error.msg}\n  {(error.text or '').strip()}\nfix the file and rerun")
+    line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__)) if f.filename == path), None)
+    where = f"{path}:{line}" if line else path
+    fix = "install it or fix the import" if isinstance(error, ImportError) else "fix the file"
+    return UsageError(f"importing {where} failed: {type(error).__name__}: {error}; {fix}")
 
 
 def _parse_constexprs(items: list[str]) -> dict:
@@ -37,7 +72,7 @@ def _parse_constexprs(items: list[str]) -> dict:
     for item in items:
         name, sep, text = item.partition("=")
         if not sep:
-            raise SystemExit(f"--constexprs takes NAME=VALUE, got {item!r}")
+            raise UsageError(f"--constexprs takes NAME=VALUE, got {item!r} (e.g. --constexprs BLOCK=1024)")
         try:
             result[name.strip()] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
@@ -47,24 +82,42 @@ def _parse_constexprs(items: list[str]) -> dict:
 
 def _compile(args) -> int:
     import kernellab as kl
+    from kernellab.frontend.errors import CompilationError
+    from kernellab.passes.manager import PassError
     from kernellab.tour import pass_table
 
     kernel = _load_kernel(args.kernel)
-    ck = kl.compile(
-        kernel,
-        signature=args.signature,
-        constexprs=_parse_constexprs(args.constexprs),
-        target=args.target,
-        num_warps=args.num_warps,
-        num_stages=args.num_stages,
-    )
+    try:
+        ck = kl.compile(
+            kernel,
+            signature=args.signature,
+            constexprs=_parse_constexprs(args.constexprs),
+            target=args.target,
+            num_warps=args.num_warps,
+            num_stages=args.num_stages,
+        )
+    except CompilationError as error:
+        raise UsageError(f"the kernel does not compile: {error}") from error
+    except (TypeError, ValueError) as error:  # the specialization or an option is wrong
+        raise UsageError(f"{error}\n{_OPTIONS_HINT}") from error
+    except PassError as error:  # e.g. ptxas refusing an architecture
+        raise UsageError(
+            f"compiling for {args.target} failed: {error}\ncheck --target; if it is right, this is a "
+            "kernellab bug: rerun with --traceback and report it"
+        ) from error
     if args.stage not in ck.asm:
-        raise SystemExit(f"no stage {args.stage!r} for this target; stages: {', '.join(ck.asm)}")
+        raise UsageError(f"no stage {args.stage!r} for this target; --stage takes one of: {', '.join(ck.asm)}")
     text = ck.asm[args.stage]
     sys.stdout.write(text if isinstance(text, str) else text.hex() + "\n")
     if args.passes:
         print(pass_table(ck.passes))
     return 0
+
+
+_OPTIONS_HINT = (
+    "set it on the command line: --signature TYPES, --constexprs NAME=VALUE, --target, --num-warps "
+    "(python -m kernellab compile --help)"
+)
 
 
 def _version(dist: str) -> str:
@@ -113,10 +166,13 @@ def _tour(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernellab", description=__doc__.splitlines()[0])
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
+                        help="on an error, show the full traceback")  # fmt: skip
+    parser = argparse.ArgumentParser(prog="python -m kernellab", description=__doc__.splitlines()[0], parents=[shared])
     commands = parser.add_subparsers(dest="command")
-    commands.add_parser("tour", help="compile, inspect and run the vector-add tutorial (default)")
-    comp = commands.add_parser("compile", help="compile a kernel from a file and print a stage")
+    commands.add_parser("tour", parents=[shared], help="compile, inspect and run the vector-add tutorial (default)")
+    comp = commands.add_parser("compile", parents=[shared], help="compile a kernel from a file and print a stage")
     comp.add_argument("kernel", help="FILE.py:kernel_name")
     comp.add_argument("--signature", required=True, help='types of the non-constexpr parameters, e.g. "*fp32,*fp32,i32"')
     comp.add_argument("--constexprs", nargs="*", default=[], metavar="NAME=VALUE")
@@ -125,10 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument("--num-warps", type=int, default=4)
     comp.add_argument("--num-stages", type=int, default=3)
     comp.add_argument("--passes", action="store_true", help="also print each pass with its time")
-    commands.add_parser("doctor", help="print versions and whether a GPU is visible")
+    commands.add_parser("doctor", parents=[shared], help="print versions and whether a GPU is visible")
     args = parser.parse_args(argv)
     handler = {"compile": _compile, "doctor": _doctor}.get(args.command, _tour)
-    return handler(args)
+    try:
+        return handler(args)
+    except UsageError as error:
+        if getattr(args, "traceback", False):
+            traceback.print_exc()
+        print(f"kernellab: error: {error}", file=sys.stderr)
+        if not getattr(args, "traceback", False):
+            print("(rerun with --traceback to see the full traceback)", file=sys.stderr)
+        return 2
 
 
 __all__ = ["main"]

@@ -366,9 +366,16 @@ def runtime_value(value):
     return specialize(value, specialize=False, align=False)[1]
 
 
+# What cuLaunchKernel accepts: a launch grid that exceeds these fails on the GPU, so every
+# backend refuses it (the interpreter would otherwise run what the GPU can't).
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+_LIMIT_TEXT = ("2**31 - 1", "65535", "65535")
+
+
 def normalize_grid(grid) -> tuple[int, int, int]:
-    """A launch grid as three positive ints: `(n,)`, `(x, y)`, `(x, y, z)` or a bare int."""
-    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] >= 0:
+    """A launch grid as three non-negative ints within the GPU's limits: `(n,)`, `(x, y)`,
+    `(x, y, z)` or a bare int."""
+    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 <= grid[0] <= GRID_LIMITS[0]:
         return (grid[0], 1, 1)  # the common case, fast
     dims = (grid,) if not isinstance(grid, (tuple, list)) else tuple(grid)
     if not 1 <= len(dims) <= 3:
@@ -381,6 +388,13 @@ def normalize_grid(grid) -> tuple[int, int, int]:
         ) from None
     if any(d < 0 for d in out):
         raise ArgumentError(f"grid {grid!r} has a negative dimension")
+    for axis, (size, limit, text) in enumerate(zip(out, GRID_LIMITS, _LIMIT_TEXT)):
+        if size > limit:
+            raise ArgumentError(
+                f"grid {grid!r}: dimension {'xyz'[axis]} is {size}, above the GPU launch limit of {text} "
+                f"programs; give each program more work (a larger BLOCK)"
+                + ("" if axis == 0 else " or put the programs on the x dimension (up to 2**31 - 1)")
+            )
     return out + (1,) * (3 - len(out))
 
 

@@ -8,10 +8,17 @@ old entries).
 
 An entry is a directory `<root>/<key[:2]>/<key>/` holding one file per stage (`ttir.ttir`,
 `ttgir.ttgir`, `llir.ll`, `ptx.ptx`, `cubin.cubin`, ...), `passes.json`, and `metadata.json`,
-written last, which lists each file with its size and sha256. Every file is written to a
-temporary name and renamed into place, so a reader never sees a half-written file; an entry
-whose metadata is missing or unreadable, or whose files don't match it, is a miss (and is
-rewritten by the next compile).
+written last: a record listing each file with its size and sha256 plus the kernel's metadata,
+signed with an HMAC under a per-user secret. Every file is written to a temporary name and
+renamed into place, so a reader never sees a half-written file.
+
+Trust (a cached cubin is loaded onto the GPU, so whoever can write the cache could run code in
+the user's process): directories are created 0700; a root or entry directory owned by another
+user or writable by others is refused with a CacheWarning; the secret lives 0600 outside the
+cache ($KERNELLAB_CACHE_KEY_FILE, else $XDG_CONFIG_HOME/kernellab/cache-key, else
+~/.config/kernellab/cache-key), so a planted or rewritten entry fails its MAC; only the file
+names the cache writes are read; and the whole record is validated. Anything that fails is a
+miss, rewritten by the next compile.
 
 Root: $KERNELLAB_CACHE_DIR, else $XDG_CACHE_HOME/kernellab, else ~/.cache/kernellab.
 Bypass: $KERNELLAB_ALWAYS_COMPILE=1, or `kl.compile(..., force=True)`.
@@ -21,13 +28,17 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import hmac
 import json
 import os
+import re
+import stat
 import types
+import warnings
 from dataclasses import dataclass, field
 
 _EXT = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "sass": "sass"}
-FORMAT = 1
+FORMAT = 2  # 2: metadata.json is signed (an HMAC under the per-user secret)
 
 
 def cache_dir() -> str:
@@ -189,6 +200,217 @@ def kernel_key(fn, signature: str, constexprs: dict, attrs, options, target: str
     return h.hexdigest()
 
 
+# -- trust: a per-user secret and private directories ----------------------------------------
+
+
+class CacheWarning(RuntimeWarning):
+    """The disk cache is not used (or an entry is skipped) because it can't be trusted."""
+
+
+def key_file() -> str:
+    """Where the per-user secret that signs entries lives: outside the cache, so that whoever can
+    write the cache (a shared /tmp, a JupyterHub volume) still can't forge an entry."""
+    path = os.environ.get("KERNELLAB_CACHE_KEY_FILE")
+    if path:
+        return path
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "kernellab", "cache-key")
+
+
+_warned: set[str] = set()
+
+
+def _warn(subject: str, message: str) -> None:
+    """One warning per subject and process: a refused cache is said once, not at every launch."""
+    if subject not in _warned:
+        _warned.add(subject)
+        warnings.warn(message, CacheWarning, stacklevel=4)
+
+
+def _foreign(st: os.stat_result) -> str | None:
+    """Why a file or directory with this stat can't be trusted (None: it can)."""
+    uid = os.getuid() if hasattr(os, "getuid") else None  # no owners to check on Windows
+    if uid is not None and st.st_uid != uid:
+        return f"owned by uid {st.st_uid}, not by you (uid {uid})"
+    if uid is not None and st.st_mode & 0o022:
+        return "writable by others"
+    return None
+
+
+def _secret() -> bytes | None:
+    """The per-user HMAC key (created 0600 on first use), or None with a warning if it is
+    unusable: then nothing is read from or written to the cache. Checked at every read (a few
+    system calls): a key made readable by others stops being used at once."""
+    path = key_file()
+    secret = None
+    try:
+        if not os.path.exists(path):
+            _create_secret(path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            st = os.fstat(fd)
+            why = _foreign(st) or ("readable by others" if hasattr(os, "getuid") and st.st_mode & 0o077 else None)
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        if why:
+            _warn(path, f"kernellab: not using the compile cache: its key {path} is {why}; "
+                        f"run `chmod 600 {path}` if it is yours, or delete it to make a new one")  # fmt: skip
+        elif len(data) < 32:
+            _warn(path, f"kernellab: not using the compile cache: its key {path} is too short; delete it to make a new one")
+        else:
+            secret = data
+    except OSError as error:
+        _warn(path, f"kernellab: not using the compile cache: its key {path} can't be made or read ({error}); "
+                    "set KERNELLAB_CACHE_KEY_FILE to a path in a private directory")  # fmt: skip
+    return secret
+
+
+def _create_secret(path: str) -> None:
+    """Write 32 random bytes 0600, atomically: a racing process either wins or reads ours."""
+    import secrets
+    import tempfile
+
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-key-")  # mkstemp files are 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp)
+
+
+def _make_private_dir(path: str) -> None:
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+
+
+# -- the record: what metadata.json holds, checked field by field -------------------------
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_STAGE = re.compile(r"[a-z][a-z0-9_]*")
+PASSES_FILE = "passes.json"
+
+
+def file_name(stage: str) -> str:
+    """The name the cache gives a stage's artifact; the only name it will read for that stage."""
+    return f"{stage}.{_EXT.get(stage, 'txt')}"
+
+
+def _file_problem(spec, expected_name: str) -> str | None:
+    """What is wrong with a file entry [name, kind, size, sha256] (None: nothing)."""
+    if not (isinstance(spec, list) and len(spec) == 4):
+        return f"{expected_name}: not a file entry"
+    name, kind, size, digest = spec
+    if name != expected_name:
+        return f"file name {name!r} is not the cache's ({expected_name!r})"
+    if kind not in ("bytes", "text") or not (type(size) is int and size >= 0):
+        return f"{name}: kind or size"
+    if not (isinstance(digest, str) and _DIGEST.fullmatch(digest)):
+        return f"{name}: digest"
+    return None
+
+
+_metadata_types: dict | None = None
+
+
+def _expected_types() -> dict:
+    """The type each stored metadata field must have, read off KernelMetadata and the options."""
+    global _metadata_types
+    if _metadata_types is None:
+        from typing import get_type_hints
+
+        from kernellab.backends.metadata import KernelMetadata
+        from kernellab.backends.options import CompileOptions
+
+        types_ = {k: v for k, v in get_type_hints(KernelMetadata).items()
+                  if k not in ("options", "signature", "constexprs", "attrs", "extra")}  # fmt: skip
+        types_.update(get_type_hints(CompileOptions), signature=str, target=str)
+        _metadata_types = types_
+    return _metadata_types
+
+
+def _metadata_problem(md) -> str | None:
+    """What is wrong with a stored KernelMetadata mapping (None: what a hit reads is sound)."""
+    from kernellab.backends.options import OPTION_NAMES
+
+    if not isinstance(md, dict):
+        return "metadata is not an object"
+    for name in ("name", "target", *OPTION_NAMES):
+        if name not in md:
+            return f"metadata has no {name!r}"
+    expected = _expected_types()
+    for name, value in md.items():
+        kind = expected.get(name)
+        if kind is not None and not isinstance(value, kind):
+            return f"metadata {name!r} is a {type(value).__name__}"
+    for name in ("times", "compile_times"):
+        if not all(isinstance(v, (int, float)) for v in (md.get(name) or {}).values()):
+            return f"metadata {name!r} holds a non-number"
+    maps = md.get("source_maps", {})
+    if not isinstance(maps, dict):
+        return "source_maps is not an object"
+    for pairs in maps.values():
+        if not isinstance(pairs, list) or not all(_is_location(pair) for pair in pairs):
+            return "source_maps holds a malformed location"
+    return None
+
+
+def _is_location(pair) -> bool:
+    """[line, [file, line]]: one source-map entry as the compiler stores it."""
+    return (isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and isinstance(pair[1], list)
+            and len(pair[1]) == 2 and isinstance(pair[1][0], str) and type(pair[1][1]) is int)  # fmt: skip
+
+
+def record_problem(record, key: str) -> str | None:
+    """What makes a record (the parsed metadata.json) unusable for `key` (None: nothing)."""
+    if not isinstance(record, dict):
+        return "the record is not an object"
+    if record.get("format") != FORMAT or record.get("key") != key:
+        return "another format or key"
+    files = record.get("files")
+    if not isinstance(files, dict):
+        return "files is not an object"
+    for stage, spec in files.items():
+        if not _STAGE.fullmatch(stage):
+            return f"stage name {stage!r}"
+        problem = _file_problem(spec, file_name(stage))
+        if problem:
+            return problem
+    if record.get("passes") is not None:
+        problem = _file_problem(record["passes"], PASSES_FILE)
+        if problem:
+            return problem
+    if set(record) - {"format", "key", "files", "passes", "metadata"}:
+        return "unknown fields"
+    return _metadata_problem(record.get("metadata"))
+
+
+_PASS_FIELDS = {"name": str, "ir_after": str, "seconds": (int, float), "changed": bool, "summary": str, "stage": str}
+
+
+def _pass_records(data: bytes) -> list[dict] | None:
+    """The stored pass records, or None if passes.json is not a list of well-formed records."""
+    try:
+        raw = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(raw, list) or not all(
+        isinstance(r, dict) and r.keys() == _PASS_FIELDS.keys()
+        and all(isinstance(r[k], t) for k, t in _PASS_FIELDS.items())
+        for r in raw
+    ):  # fmt: skip
+        return None
+    return raw
+
+
 # -- entries --------------------------------------------------------------------------------
 
 
@@ -198,20 +420,20 @@ class CacheEntry:
     path: str
     asm: dict
     metadata: dict
-    _passes_file: str | None = field(default=None, repr=False)
+    _passes: bytes | None = field(default=None, repr=False)  # passes.json, digest checked
 
     def load_passes(self) -> list:
-        """The pass records stored with the entry (an empty list if they can't be read)."""
-        if not self._passes_file:
+        """The pass records stored with the entry. Parsed only when asked for (they hold the IR
+        after every pass: parsing them would double the cost of a hit); their bytes were checked
+        against the signed record, so a record of the wrong shape is a bug in the writer."""
+        if self._passes is None:
             return []
-        try:
-            with open(os.path.join(self.path, self._passes_file)) as f:
-                raw = json.load(f)
-            from kernellab.passes.manager import PassRecord
+        raw = _pass_records(self._passes)
+        if raw is None:
+            raise ValueError(f"{self.path}/{PASSES_FILE} holds malformed pass records; delete the entry")
+        from kernellab.passes.manager import PassRecord
 
-            return [PassRecord(**r) for r in raw]
-        except Exception:
-            return []
+        return [PassRecord(**r) for r in raw]
 
 
 def _sha(data: bytes) -> str:
@@ -237,44 +459,105 @@ def atomic_write(path: str, data: bytes) -> None:
 
 
 class DiskCache:
+    """Entries signed with the user's secret, in directories only the user can write.
+
+    Trust rules: the root, and each entry directory, must be owned by the current user and not
+    writable by others (else a warning and a miss); metadata.json carries an HMAC of the record
+    under the per-user secret (`key_file()`), and the record carries each file's sha256, so a
+    planted or rewritten file is a miss; only the names the cache writes (`file_name`,
+    `PASSES_FILE`) are read; a record of the wrong shape is a miss, rewritten by the next compile.
+    """
+
     def __init__(self, root: str | None = None):
         self.root = root or cache_dir()
 
     def entry_path(self, key: str) -> str:
         return os.path.join(self.root, key[:2], key)
 
+    def _trusted(self, path: str) -> bool:
+        """Whether a directory of the cache can be trusted (a warning says why not)."""
+        st = os.lstat(path)
+        why = "not a directory" if not stat.S_ISDIR(st.st_mode) else _foreign(st)
+        if why is None:
+            return True
+        what = "compile cache" if path == self.root else "compile-cache entry"
+        _warn(path, f"kernellab: not using the {what} at {path}: it is {why}, so anyone who can write it "
+                    f"could run code in your process. Use a directory only you can write (chmod 700 {path}, "
+                    "if it is yours) or set KERNELLAB_CACHE_DIR to one")  # fmt: skip
+        return False
+
+    def _root_trusted(self) -> bool:
+        try:
+            return self._trusted(self.root)
+        except OSError:  # not made yet (put() makes it) or unreadable
+            return False
+
+    def read_record(self, key: str):
+        """The parsed record of `key`'s entry if its signature holds (any JSON value), else None."""
+        secret = _secret()
+        path = self.entry_path(key)
+        if secret is None or not self._root_trusted() or not self._trusted(path):
+            return None
+        with open(os.path.join(path, "metadata.json"), "rb") as f:
+            sealed = json.loads(f.read())
+        if not (isinstance(sealed, dict) and isinstance(sealed.get("record"), str) and isinstance(sealed.get("mac"), str)):
+            return None
+        text = sealed["record"].encode()
+        if not hmac.compare_digest(hmac.new(secret, text, "sha256").hexdigest(), sealed["mac"]):
+            return None
+        return json.loads(text)
+
+    def write_record(self, key: str, record) -> None:
+        """Sign `record` with the user's secret and store it as the entry's metadata.json."""
+        secret = _secret()
+        if secret is None:
+            raise OSError("no cache key")
+        text = json.dumps(record)
+        mac = hmac.new(secret, text.encode(), "sha256").hexdigest()
+        atomic_write(os.path.join(self.entry_path(key), "metadata.json"), json.dumps({"mac": mac, "record": text}).encode())
+
     def get(self, key: str) -> CacheEntry | None:
-        """The entry for `key`, or None if absent, unreadable or inconsistent."""
+        """The entry for `key`, or None if absent, untrusted, malformed or inconsistent."""
         path = self.entry_path(key)
         try:
-            with open(os.path.join(path, "metadata.json"), "rb") as f:
-                record = json.loads(f.read())
-            if record.get("format") != FORMAT or record.get("key") != key:
+            record = self.read_record(key)
+            if record is None or record_problem(record, key) is not None:
                 return None
             asm = {}
             for stage, (name, kind, size, digest) in record["files"].items():
-                with open(os.path.join(path, name), "rb") as f:
-                    data = f.read()
-                if len(data) != size or _sha(data) != digest:
+                data = _read_checked(path, name, size, digest)
+                if data is None:
                     return None
                 asm[stage] = data if kind == "bytes" else data.decode()
-            passes = record.get("passes_file")
+            passes = None
+            if record.get("passes") is not None:
+                name, _, size, digest = record["passes"]
+                passes = _read_checked(path, name, size, digest)
+                if passes is None:
+                    return None
             return CacheEntry(key, path, asm, record["metadata"], passes)
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError):
             return None
 
     def put(self, key: str, asm: dict, metadata: dict, passes=None) -> str | None:
-        """Store an entry (metadata.json last); returns its path, or None if it can't be written."""
+        """Store an entry (metadata.json last); returns its path, or None if it can't be written
+        (or the cache can't be trusted)."""
         path = self.entry_path(key)
         try:
-            os.makedirs(path, exist_ok=True)
+            if _secret() is None:
+                return None
+            os.makedirs(os.path.dirname(self.root) or ".", exist_ok=True)
+            for directory in (self.root, os.path.dirname(path), path):
+                _make_private_dir(directory)
+            if not self._root_trusted() or not self._trusted(path):
+                return None
             files = {}
             for stage, artifact in asm.items():
                 if artifact is None:
                     continue
                 kind = "bytes" if isinstance(artifact, (bytes, bytearray)) else "text"
                 data = bytes(artifact) if kind == "bytes" else str(artifact).encode()
-                name = f"{stage}.{_EXT.get(stage, 'txt')}"
+                name = file_name(stage)
                 atomic_write(os.path.join(path, name), data)
                 files[stage] = [name, kind, len(data), _sha(data)]
             record = {"format": FORMAT, "key": key, "files": files, "metadata": _jsonable(metadata)}
@@ -285,12 +568,20 @@ class DiskCache:
                      "stage": getattr(p, "stage", "")}
                     for p in passes
                 ]  # fmt: skip
-                atomic_write(os.path.join(path, "passes.json"), json.dumps(raw).encode())
-                record["passes_file"] = "passes.json"
-            atomic_write(os.path.join(path, "metadata.json"), json.dumps(record).encode())
+                data = json.dumps(raw).encode()
+                atomic_write(os.path.join(path, PASSES_FILE), data)
+                record["passes"] = [PASSES_FILE, "text", len(data), _sha(data)]
+            self.write_record(key, record)
             return path
         except OSError:
             return None
+
+
+def _read_checked(directory: str, name: str, size: int, digest: str) -> bytes | None:
+    """A file of an entry if it still has the size and sha256 its signed record names."""
+    with open(os.path.join(directory, name), "rb") as f:
+        data = f.read()
+    return data if len(data) == size and _sha(data) == digest else None
 
 
 def _jsonable(value):
@@ -317,5 +608,6 @@ def default_cache() -> DiskCache:
 
 __all__ = [
     "DiskCache", "CacheEntry", "kernel_key", "dependencies", "cache_dir", "always_compile",
-    "default_cache", "atomic_write", "toolchain_fingerprint",
+    "default_cache", "atomic_write", "toolchain_fingerprint", "CacheWarning", "key_file", "file_name",
+    "record_problem", "PASSES_FILE",
 ]  # fmt: skip

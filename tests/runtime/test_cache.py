@@ -155,7 +155,7 @@ def entry_dir(ck) -> str:
 def test_every_stage_is_stored_with_its_digest(cache_dir):
     ck = compile_stamp()
     path = entry_dir(ck)
-    record = json.loads(open(os.path.join(path, "metadata.json")).read())
+    record = disk.default_cache().read_record(ck.metadata["cache_key"])
     assert set(record["files"]) == {"ttir", "stamp"}
     for stage, (name, kind, size, digest) in record["files"].items():
         data = open(os.path.join(path, name), "rb").read()
@@ -174,13 +174,14 @@ def test_a_corrupt_entry_is_a_miss_and_is_rewritten(cache_dir, damage):
             f.truncate(5)
     elif damage == "garbage_metadata":
         with open(os.path.join(path, "metadata.json"), "wb") as f:
-            f.write(b'{"format": 1, "key": ')
+            f.write(b'{"mac": ')
     elif damage == "delete_artifact":
         os.unlink(os.path.join(path, "ttir.ttir"))
-    else:
-        record = json.loads(open(os.path.join(path, "metadata.json")).read())
+    else:  # a signed record of another key (entries are bound to their key)
+        cache = disk.default_cache()
+        record = cache.read_record(ck.metadata["cache_key"])
         record["key"] = "0" * 64
-        open(os.path.join(path, "metadata.json"), "w").write(json.dumps(record))
+        cache.write_record(ck.metadata["cache_key"], record)
     again = compile_stamp()
     assert again.metadata["cache_hit"] is False
     assert again.asm["stamp"] == ck.asm["stamp"]
