@@ -81,6 +81,10 @@ def pytest_configure(config):
         path = tempfile.mkdtemp(prefix="kernellab-test-cache-")
         os.environ["KERNELLAB_CACHE_DIR"] = path
         _SESSION_CACHE.append(path)
+    if not os.environ.get("KERNELLAB_CACHE_KEY_FILE"):  # the user's own key stays untouched
+        keys = tempfile.mkdtemp(prefix="kernellab-test-key-")
+        os.environ["KERNELLAB_CACHE_KEY_FILE"] = os.path.join(keys, "cache-key")
+        _SESSION_CACHE.append(keys)
 
 
 def pytest_unconfigure(config):

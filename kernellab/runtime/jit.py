@@ -30,6 +30,7 @@ from kernellab.language.signature import Signature
 from kernellab.backends.arguments import (
     _HANDLERS,
     FAST_TENSOR,
+    GRID_LIMITS,
     TENSOR_TYPES,
     ArgumentError,
     fast_class,
@@ -344,7 +345,7 @@ class JITFunction(KernelInterface, tl.KernelFunction):
                 launch, kernel = entry
                 if grid.__class__ is tuple and len(grid) == 1:
                     gx = grid[0]
-                    if gx.__class__ is int and gx > 0:
+                    if gx.__class__ is int and 0 < gx <= GRID_LIMITS[0]:
                         launch(fast[1], gx, 1, 1)
                         return kernel
                 if grid is None:

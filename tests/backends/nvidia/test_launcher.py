@@ -231,11 +231,12 @@ def test_illegal_address_reported_at_launch_says_to_restart(monkeypatch, add_ck)
     assert "context is now unusable" in message and "restart the kernel" in message
 
 
-def test_grid_too_large_is_explained(monkeypatch, add_ck):
-    FakeDriver(launch_result=1).install(monkeypatch)  # CUDA_ERROR_INVALID_VALUE
+def test_grid_too_large_is_refused_before_the_driver(monkeypatch, add_ck):
+    fake = FakeDriver(launch_result=1).install(monkeypatch)  # CUDA_ERROR_INVALID_VALUE if reached
     x = HostArray(np.ones(4, np.float32))
-    with pytest.raises(driver.CudaError, match="grid dimension y = 70000 exceeds 65535"):
+    with pytest.raises(ArgumentError, match="dimension y is 70000, above the GPU launch limit of 65535"):
         add_ck[(1, 70000)](x, x, x, 4)
+    assert fake.launches == []
 
 
 def test_empty_grid_launches_nothing(monkeypatch, add_ck):
