@@ -63,7 +63,12 @@ def test_a_gpu_answers_from_its_driver_attributes(a100_as_device_1):
     active = driver.active
     assert not active.is_interpreter() and active.get_current_device() == 1
     assert active.get_current_target() == driver.GPUTarget("cuda", 80, 32)
-    expected = {"multiprocessor_count": 108, "max_num_regs": 65536, "max_shared_mem": 166912, "warpSize": 32}
+    expected = {
+        "multiprocessor_count": 108,
+        "max_num_regs": 65536,
+        "max_shared_mem": 166912,
+        "warpSize": 32,
+    }
     assert active.utils.get_device_properties(1) == expected
     assert active.utils.get_device_properties(None) == expected  # the current device
 
@@ -89,7 +94,8 @@ def test_a_real_gpu_matches_torch():
         pytest.skip("no CUDA device visible")
     index = torch.cuda.current_device()
     props = driver.active.utils.get_device_properties(index)
-    assert props["multiprocessor_count"] == torch.cuda.get_device_properties(index).multi_processor_count
+    sm_count = torch.cuda.get_device_properties(index).multi_processor_count
+    assert props["multiprocessor_count"] == sm_count
     major, minor = torch.cuda.get_device_capability(index)
     assert driver.active.get_current_target().arch == major * 10 + minor
     assert driver.active.get_active_torch_device() == torch.device("cuda", index)
