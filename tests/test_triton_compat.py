@@ -44,6 +44,19 @@ def test_every_listed_name_is_a_dtype_and_classifies_as_triton_does():
     assert not tl.dtype.is_dtype("fp8") and not tl.dtype.is_dtype("float32")
 
 
+def test_each_scalar_type_has_its_own_predicate_and_integers_their_bitwidth():
+    names = tl.dtype.SINT_TYPES + tl.dtype.UINT_TYPES + tl.dtype.FP_TYPES
+    for name in names:
+        ty = tl.dtype(name)
+        assert [other for other in names if getattr(ty, f"is_{other}")()] == [name]
+        if name in TRITON_SINT_TYPES + TRITON_UINT_TYPES:
+            assert ty.int_bitwidth == int(name.split("int")[-1])  # Triton's definition
+        else:
+            assert not hasattr(ty, "int_bitwidth")
+    assert not tl.pointer_type(tl.float16).is_fp16()
+    assert not tl.block_type(tl.float16, [16]).is_fp16()
+
+
 # Triton's signature spellings (str_to_ty's table) → the dtype they name
 SPELLINGS = {
     "i1": tl.int1, "u1": tl.int1, "B": tl.int1, "i8": tl.int8, "i16": tl.int16, "i32": tl.int32,
@@ -112,6 +125,7 @@ def shape_check_kernel(x_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
     x = tl.load(x_ptr + offs)
     tl.static_assert(x.shape == [BM, BN])
     tl.static_assert(x.shape != [BN, BM])
+    tl.static_assert(x.dtype.is_int32() and x.dtype.int_bitwidth == 32)
     if x.shape == [BM, BN]:
         tl.store(out_ptr + offs, x * 2)
     else:
@@ -119,6 +133,8 @@ def shape_check_kernel(x_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
 
 
 def test_shape_compares_equal_to_a_list_in_a_kernel(launch, rng):
+    """A shape equals a list in static_assert and in `if`; dtype predicates run at compile
+    time too."""
     x = random_array(rng, (8, 16), np.int32)
     out = poison((8, 16), np.int32)
     launch(shape_check_kernel, (1,), x, out, BM=8, BN=16)

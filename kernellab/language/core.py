@@ -42,6 +42,13 @@ class dtype:
         return self._BITS[self.name]
 
     @property
+    def int_bitwidth(self) -> int:
+        """Bits of an integer type (Triton's attribute, which float types lack)."""
+        if not self.is_int():
+            raise AttributeError(f"{self!r} is not an integer type, so it has no int_bitwidth")
+        return self._BITS[self.name]
+
+    @property
     def fp_mantissa_width(self) -> int:
         return self._FP_LAYOUT[self.name][1]
 
@@ -75,18 +82,6 @@ class dtype:
     def is_fp8(self) -> bool:
         return self.name in ("fp8e4nv", "fp8e5")
 
-    def is_fp16(self) -> bool:
-        return self.name == "fp16"
-
-    def is_bf16(self) -> bool:
-        return self.name == "bf16"
-
-    def is_fp32(self) -> bool:
-        return self.name == "fp32"
-
-    def is_fp64(self) -> bool:
-        return self.name == "fp64"
-
     def is_ptr(self) -> bool:
         return False
 
@@ -117,6 +112,19 @@ class dtype:
         raise TypeError(
             f"{self!r} is a type, not a conversion function; use x.to({self!r}) in a kernel"
         )
+
+
+def _is_named(name: str):
+    def predicate(self) -> bool:
+        return self.name == name
+
+    predicate.__name__ = predicate.__qualname__ = f"is_{name}"
+    return predicate
+
+
+# Triton's one predicate per scalar type: is_int1(), is_uint32(), is_fp8e4nv(), is_bf16(), ...
+for _scalar_name in dtype._BITS:
+    setattr(dtype, f"is_{_scalar_name}", _is_named(_scalar_name))
 
 
 class pointer_type(dtype):
