@@ -13,9 +13,13 @@ from typing import Any
 class dtype:
     """A scalar element type (`tl.float32`, `tl.int8`, ...). Compare with `==`; print as Triton."""
 
+    # Triton's classification tuples, by name, over the dtypes kernellab carries (Triton's
+    # FP_TYPES also lists fp8e4b15 and AMD's fp8e4b8/fp8e5b16, which kernellab has not).
     SINT_TYPES = ("int8", "int16", "int32", "int64")
     UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
     FP_TYPES = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
+    STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
+    OTHER_TYPES = ("void",)
     _BITS = {
         "int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64,
         "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
@@ -38,6 +42,13 @@ class dtype:
         return self._BITS[self.name]
 
     @property
+    def int_bitwidth(self) -> int:
+        """Bits of an integer type (Triton's attribute, which float types lack)."""
+        if not self.is_int():
+            raise AttributeError(f"{self!r} is not an integer type, so it has no int_bitwidth")
+        return self._BITS[self.name]
+
+    @property
     def fp_mantissa_width(self) -> int:
         return self._FP_LAYOUT[self.name][1]
 
@@ -47,6 +58,14 @@ class dtype:
 
     def is_floating(self) -> bool:
         return self.name in self.FP_TYPES
+
+    def is_standard_floating(self) -> bool:
+        return self.name in self.STANDARD_FP_TYPES
+
+    @staticmethod
+    def is_dtype(name: str) -> bool:
+        """Whether `name` names a dtype (`tl.dtype.is_dtype("fp16")`)."""
+        return name in dtype._BITS or name == "void"
 
     def is_int(self) -> bool:
         return self.name in self.SINT_TYPES or self.name in self.UINT_TYPES
@@ -62,18 +81,6 @@ class dtype:
 
     def is_fp8(self) -> bool:
         return self.name in ("fp8e4nv", "fp8e5")
-
-    def is_fp16(self) -> bool:
-        return self.name == "fp16"
-
-    def is_bf16(self) -> bool:
-        return self.name == "bf16"
-
-    def is_fp32(self) -> bool:
-        return self.name == "fp32"
-
-    def is_fp64(self) -> bool:
-        return self.name == "fp64"
 
     def is_ptr(self) -> bool:
         return False
@@ -105,6 +112,19 @@ class dtype:
         raise TypeError(
             f"{self!r} is a type, not a conversion function; use x.to({self!r}) in a kernel"
         )
+
+
+def _is_named(name: str):
+    def predicate(self) -> bool:
+        return self.name == name
+
+    predicate.__name__ = predicate.__qualname__ = f"is_{name}"
+    return predicate
+
+
+# Triton's one predicate per scalar type: is_int1(), is_uint32(), is_fp8e4nv(), is_bf16(), ...
+for _scalar_name in dtype._BITS:
+    setattr(dtype, f"is_{_scalar_name}", _is_named(_scalar_name))
 
 
 class pointer_type(dtype):
@@ -209,15 +229,17 @@ _SIGNATURE_NAMES = {
     "i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64,
     "u1": int1, "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
     "fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp16": float16, "bf16": bfloat16,
-    "fp32": float32, "f32": float32, "fp64": float64,
+    "fp32": float32, "f32": float32, "fp64": float64, "B": int1,
 }  # fmt: skip
+_ALIASES = ("u1", "f32", "B")  # other spellings of int1 and fp32
 
 
 def dtype_from_signature(text: str) -> dtype:
-    """Parse one signature entry: `*fp32` → pointer_type(float32), `i32` → int32."""
+    """Parse one signature entry: `*fp32` → pointer_type(float32), `i32` → int32. Triton's
+    `*k` (pointer to constant data) reads as a plain pointer: kernellab has no const pointers."""
     text = text.strip()
     if text.startswith("*"):
-        return pointer_type(dtype_from_signature(text[1:]))
+        return pointer_type(dtype_from_signature(text[2:] if text.startswith("*k") else text[1:]))
     try:
         return _SIGNATURE_NAMES[text]
     except KeyError:
@@ -230,9 +252,16 @@ def signature_name(ty: dtype) -> str:
     if isinstance(ty, pointer_type):
         return "*" + signature_name(ty.element_ty)
     for name, t in _SIGNATURE_NAMES.items():
-        if t == ty and name not in ("u1", "f32"):  # skip aliases of int1 and fp32
+        if t == ty and name not in _ALIASES:
             return name
     raise ValueError(f"{ty!r} has no signature spelling")
+
+
+def str_to_ty(name: str, c: Any = None) -> dtype:
+    """Triton's name for `dtype_from_signature` (`tl.str_to_ty("*fp16", None)`), callable on
+    the host and, with a compile-time name, in a kernel. Triton's `c` is the value of a
+    `"constexpr"` entry, which has no dtype here; it is accepted so Triton's calls run."""
+    return dtype_from_signature(name)
 
 
 class constexpr:
@@ -306,6 +335,22 @@ constexpr.__pos__ = lambda self: constexpr(+self.value)  # type: ignore[attr-def
 constexpr.__invert__ = lambda self: constexpr(~self.value)  # type: ignore[attr-defined]
 
 
+class Shape(tuple):
+    """A tensor's shape: a tuple of sizes that also compares equal to a list of the same sizes,
+    because Triton's shape is a list and kernels check it as one (`x.shape == [BM, BN]`)."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, list)):
+            return tuple(map(_unwrap, self)) == tuple(map(_unwrap, other))
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = tuple.__hash__
+
+
 class tensor:
     """A value inside a kernel: a scalar or a block, with its type and an IR handle.
 
@@ -321,8 +366,8 @@ class tensor:
         return self.type.scalar
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.type.shape if isinstance(self.type, block_type) else ()
+    def shape(self) -> Shape:
+        return Shape(self.type.shape if isinstance(self.type, block_type) else ())
 
     @property
     def numel(self) -> int:

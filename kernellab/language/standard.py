@@ -64,6 +64,7 @@ def swizzle2d(i, j, size_i, size_j, size_g):
     group_size = size_g * size_j  # tiles in one group of size_g rows
     first_row = (linear // group_size) * size_g
     rows_in_group = minimum(size_i - first_row, size_g)  # the last group may be shorter
-    new_i = first_row + linear % rows_in_group
-    new_j = (linear % group_size) // rows_in_group
+    in_group = linear % group_size  # the index within its group, counted from its first tile
+    new_i = first_row + in_group % rows_in_group
+    new_j = in_group // rows_in_group
     return new_i, new_j

@@ -1,6 +1,9 @@
-"""The host side of a launch: JIT binding and caching, autotuning, and small integer helpers."""
+"""The host side of a launch: JIT binding and caching, autotuning, the active driver
+(`driver.active`, as Triton's), and small integer helpers."""
 
 from __future__ import annotations
+
+from kernellab.runtime import driver
 
 
 def cdiv(x: int, y: int) -> int:
@@ -14,4 +17,4 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-__all__ = ["cdiv", "next_power_of_2"]
+__all__ = ["cdiv", "driver", "next_power_of_2"]

@@ -9,9 +9,11 @@ launch had happened.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 import time
+import warnings
 
 from kernellab.backends.arguments import snapshot, writable_array
 from kernellab.runtime.jit import JITFunction, KernelInterface
@@ -68,7 +70,7 @@ class Autotuner(KernelInterface):
         self.fn = fn
         self.base = _base_jit(fn)
         self.configs = list(configs) or [Config({})]
-        self.key = list(key)
+        self.key = self._known_key(list(key))
         self.reset_to_zero = list(reset_to_zero or [])
         self.restore_value = list(restore_value or [])
         prune = prune_configs_by or {}
@@ -81,9 +83,24 @@ class Autotuner(KernelInterface):
         self.cache: dict[tuple, Config] = {}
         self.best_config: Config | None = None
         self.configs_timings: dict[Config, float] | None = None
-        for name in self.key + self.reset_to_zero + self.restore_value:
+        for name in self.reset_to_zero + self.restore_value:
             if name not in self.base.binder.index:
                 raise ValueError(f"autotune: {self.base.__name__} has no parameter {name!r}")
+
+    def _known_key(self, key: list[str]) -> list[str]:
+        """The key names that are parameters. Triton ignores the others (its tutorial 08 has
+        such a typo), so they warn and are left out of the tuning key instead of failing."""
+        params = self.base.binder.names
+        for name in key:
+            if name not in self.base.binder.index:
+                close = difflib.get_close_matches(name, params, n=1)
+                warnings.warn(
+                    f"autotune: key names {name!r}, which is not a parameter of "
+                    f"{self.base.__name__}({', '.join(params)}); it is ignored, as Triton does"
+                    + (f" (did you mean {close[0]!r}?)" if close else ""),
+                    stacklevel=4,
+                )
+        return [name for name in key if name in self.base.binder.index]
 
     @property
     def arg_names(self) -> list[str]:

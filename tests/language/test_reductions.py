@@ -265,6 +265,20 @@ def combine_max(a, b):
     return tl.maximum(a, b)
 
 
+@kl.jit
+def keep_first(a, b):
+    # returns an argument unchanged: the callee has no operation of its own
+    return a
+
+
+@kl.jit
+def first_scan_kernel(x_ptr, out_ptr, AXIS: tl.constexpr, REVERSE: tl.constexpr,
+                      BM: tl.constexpr, BN: tl.constexpr):  # fmt: skip
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    y = tl.associative_scan(tl.load(x_ptr + offs), AXIS, keep_first, reverse=REVERSE)
+    tl.store(out_ptr + offs, y)
+
+
 def numpy_scan(ufunc, x, axis, reverse):
     if reverse:
         return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis), axis)
@@ -321,6 +335,19 @@ def test_associative_scan_with_user_combine(launch, rng, axis, reverse):
     x = random_array(rng, (m, n), np.int32)
     out = run_scan(launch, "max_scan", x, axis, reverse, int(np.iinfo(np.int32).min))
     assert_equal(out, numpy_scan(np.maximum, x, axis, reverse))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_associative_scan_keeping_the_first_element(launch, rng, axis, reverse):
+    """combine(a, b) = a: every element becomes the first of its scan (the last when reversed);
+    once a compile error, because a function returning its argument emitted no call."""
+    x = random_array(rng, (BM, BN), np.float32)
+    out = poison((BM, BN), np.float32)
+    launch(first_scan_kernel, (1,), x, out, AXIS=axis, REVERSE=reverse, BM=BM, BN=BN)
+    first = [slice(None), slice(None)]
+    first[axis] = slice(-1, None) if reverse else slice(0, 1)
+    assert_equal(out, np.broadcast_to(x[tuple(first)], x.shape))
 
 
 @kl.jit

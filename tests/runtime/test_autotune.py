@@ -116,9 +116,22 @@ def test_tuned_meta_parameters_cannot_also_be_passed():
         kernel[grid](x, out, 64, BLOCK=32)
 
 
-def test_unknown_key_is_refused():
-    with pytest.raises(ValueError, match="no parameter 'm'"):
-        kl.autotune(CONFIGS, key=["m"])(accumulate_kernel())
+def test_a_key_naming_no_parameter_warns_and_is_ignored():
+    """Triton ignores such a key (its tutorial 08 has one): warn, tune on the others, run."""
+    tune = kl.autotune(CONFIGS, key=["nn", "n"], restore_value=["out_ptr"])
+    with pytest.warns(UserWarning, match=r"key names 'nn', which is not a parameter .*mean 'n'"):
+        kernel = tune(accumulate_kernel())
+    assert kernel.key == ["n"]
+    x, out = inputs(100)
+    before = out.copy()
+    kernel[grid](x, out, 100)
+    np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
+    assert list(kernel.cache) == [(100, "float32", "float32")]
+
+
+def test_unknown_restore_value_is_refused():
+    with pytest.raises(ValueError, match="no parameter 'outs'"):
+        kl.autotune(CONFIGS, key=["n"], restore_value=["outs"])(accumulate_kernel())
 
 
 def test_config_reads_like_triton():

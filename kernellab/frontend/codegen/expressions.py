@@ -245,7 +245,7 @@ class ExpressionVisitor(VisitorBase):
         if attr == "type":
             return x.type
         if attr == "shape":
-            return tuple(tl.constexpr(s) for s in x.shape)
+            return tl.Shape(tl.constexpr(s) for s in x.shape)
         if attr == "numel":
             return tl.constexpr(x.numel)
         if attr == "T":
@@ -387,6 +387,10 @@ class ExpressionVisitor(VisitorBase):
                     f"tl.constexpr(...) needs a compile-time value, not {describe(args[0])}"
                 )
             return tl.constexpr(*map(unwrap, args))
+        if function is language.str_to_ty:  # a dtype from its name, at compile time
+            if is_runtime(args):
+                raise SemanticError("tl.str_to_ty needs a compile-time name such as \"fp16\"")
+            return const(language.str_to_ty(*map(unwrap, args)))
         if isinstance(function, types.FunctionType):
             raise SemanticError(
                 f"{function.__name__} is a plain Python function and cannot be called from a "

@@ -101,7 +101,7 @@ class _CompilationUnit:
             func, callee = generator.build(name, params, visibility="private")
         finally:
             self.in_progress.pop()
-        if callee.has_body:  # a function that only computes constants needs no symbol
+        if callee.has_body:
             self.module.body.block.add_op(func)
         self.callees[key] = callee
         return callee
@@ -228,7 +228,9 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         returned = self.scope.get(RETURN, Return((), False))
         with self.builder.at_loc(self._loc(self.return_node)):
             handles = [v.handle for v in returned.values if isinstance(v, tl.tensor)]
-            has_body = block.first_op is not None
+            # A function that returns a runtime value (even an argument, `return a`) is
+            # called; one that only computes constants needs no symbol.
+            has_body = block.first_op is not None or bool(handles)
             self.builder.create(tt.ReturnOp(*handles))
         results = [Arg(v.type) if isinstance(v, tl.tensor) else v for v in returned.values]
         func = tt.FuncOp(
