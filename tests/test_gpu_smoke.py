@@ -232,6 +232,9 @@ def test_warm_launches_queue_on_torchs_current_stream(torch):
     out = nan_like(torch, (n,), torch.float32)
     grid = (kl.cdiv(n, 1024),)
     add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024)  # compiles and loads: warm from here on
+    # load the check's own kernels now: CUDA loads modules lazily, and a first isnan taking
+    # longer than the sleep below would let the queued kernel finish before the check ran
+    assert not bool(torch.isnan(out).all().item())
     torch.cuda.synchronize()
     stream = torch.cuda.Stream()
     can_sleep = hasattr(torch.cuda, "_sleep")
@@ -240,7 +243,7 @@ def test_warm_launches_queue_on_torchs_current_stream(torch):
         torch.cuda.synchronize()
         with torch.cuda.stream(stream):
             if can_sleep:
-                torch.cuda._sleep(50_000_000)  # the stream is busy for tens of ms first
+                torch.cuda._sleep(200_000_000)  # the stream is busy for about 0.1 s first
             y2 = y * factor  # queued behind the sleep: the kernel must wait for it
             add_kernel[grid](x, y2, out, n, BLOCK_SIZE=1024)
             done = torch.cuda.Event()
