@@ -23,10 +23,6 @@ import functools
 import inspect
 from dataclasses import dataclass
 
-from kernellab.backends.options import OPTION_NAMES
-from kernellab.compiler import CompiledKernel, compile
-from kernellab.language import core as tl
-from kernellab.language.signature import Signature
 from kernellab.backends.arguments import (
     _HANDLERS,
     FAST_TENSOR,
@@ -38,6 +34,10 @@ from kernellab.backends.arguments import (
     normalize_grid,
     specialize,
 )
+from kernellab.backends.options import OPTION_NAMES
+from kernellab.compiler import CompiledKernel, compile
+from kernellab.language import core as tl
+from kernellab.language.signature import Signature
 
 _MISSING = inspect.Parameter.empty
 _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
