@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernellab.backends.llvm.layout import Lay
-from kernellab.backends.llvm.remap import padded_elems, smem_elem_bytes, through_smem
+from kernellab.backends.llvm.remap import padded_elems, smem_elem_bytes, staging_pad, through_smem
 from kernellab.backends.llvm.types import I32, TV
 from kernellab.backends.llvm.warp_shuffle import shuffle
 from kernellab.layouts import conversion_plan
@@ -99,7 +99,7 @@ def convert_scratch_bytes(src: Lay, dst: Lay, elem) -> int:
     """Shared-memory scratch `convert(src -> dst)` needs (0 unless it goes through shared)."""
     if emission_for(src, dst, elem).kind != "shared":
         return 0
-    return padded_elems(src.shape) * smem_elem_bytes(elem)
+    return padded_elems(src.shape, staging_pad(src, dst, elem)) * smem_elem_bytes(elem)
 
 
 def convert(ctx, src: TV, dst: Lay, op=None) -> TV:
@@ -108,7 +108,7 @@ def convert(ctx, src: TV, dst: Lay, op=None) -> TV:
     if em.kind == "noop":
         return TV(list(src.regs), dst, src.elem)
     if em.kind == "shared":
-        return TV(through_smem(ctx, src, dst, 0, op), dst, src.elem)
+        return TV(through_smem(ctx, src, dst, op), dst, src.elem)
     b = ctx.b
     cands = em.candidates
     # thread-dependent parts, computed once per thread in the prologue

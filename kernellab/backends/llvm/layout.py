@@ -125,6 +125,19 @@ class Lay:
     def dim_part(self, flat: int, d: int) -> int:
         return (flat >> self.dim_shift(d)) & (self.shape[d] - 1)
 
+    def contiguous_run(self, d: int, limit: int) -> int:
+        """The most consecutive registers (a power of two, at most `limit`) that hold
+        consecutive elements along dim d in every thread, starting at a register index and a
+        coordinate that are multiples of it: the leading register bases step along d by 1, 2,
+        4, ... and no other basis touches those low bits of d."""
+        stride = 1 << self.dim_shift(d)
+        k = 0
+        while k < len(self.reg) and (2 << k) <= limit and self.reg[k] == stride << k:
+            k += 1
+        while k > 0 and any(b & (((1 << k) - 1) * stride) for b in self.reg[k:] + self.lane + self.warp):
+            k -= 1
+        return 1 << k
+
 
 def flat_of(coords, shape) -> int:
     f = 0

@@ -1,12 +1,14 @@
 """Shared-memory buffers (ttg.memdesc values): their element offsets as the buffer's
 #ttg.swizzled_shared encoding says (rows of `vec`-element groups XORed with the row phase),
-and whole-tensor stores into and loads out of them, with the barrier bookkeeping."""
+and whole-tensor stores into and loads out of them (vectorized where the layouts keep runs
+contiguous and aligned), with the barrier bookkeeping."""
 
 from __future__ import annotations
 
 from kernellab.backends.llvm.layout import Lay, _log2
 from kernellab.backends.llvm.smem import Interval
-from kernellab.backends.llvm.types import I8, I32, TV, SmemBuf, bitwidth, llty
+from kernellab.backends.llvm.smem_vectors import aligned_run, smem_elem_bytes, load_runs, max_run, store_runs
+from kernellab.backends.llvm.types import I32, TV, SmemBuf
 from kernellab.ir import ttg
 
 
@@ -43,44 +45,34 @@ def smem_offset(ctx, buf: SmemBuf, coords: list):
     return off
 
 
+def vector_run(lay: Lay, buf: SmemBuf) -> int:
+    """Registers per shared access of `buf` in layout `lay`: a run contiguous along the buffer's
+    fastest dim (Lay.contiguous_run), inside one `vec` group when the swizzle can XOR bits at
+    or above log2(vec) (a row phase other than 0 exists), of at most 16 aligned bytes."""
+    limit = min(buf.shape[buf.order[0]], max_run(buf.elem))
+    if len(buf.shape) > 1 and buf.max_phase > 1 and buf.shape[buf.order[1]] > buf.per_phase:
+        limit = min(limit, buf.vec)
+    return lay.contiguous_run(buf.order[0], aligned_run(limit, buf.offset, buf.elem))
+
+
+def _ptr_of(ctx, buf: SmemBuf, lay: Lay):
+    nbytes = smem_elem_bytes(buf.elem)
+
+    def ptr(r):
+        off = smem_offset(ctx, buf, [ctx.coord(lay, r, d) for d in range(lay.rank)])
+        return ctx.smem_ptr(ctx.b.add(I32(buf.offset), ctx.b.mul(off, I32(nbytes))))
+
+    return ptr
+
+
 def store_tensor(ctx, buf: SmemBuf, tv: TV, iv):
-    b = ctx.b
-    lay = tv.lay
-    ety = llty(tv.elem)
-    store_ty = I8 if bitwidth(tv.elem) == 1 else ety
-    nbytes = max(1, bitwidth(tv.elem) // 8)
     ctx.smem_access(iv, write=True)
-    for r in lay.canonical_regs:
-        coords = [ctx.coord(lay, r, d) for d in range(lay.rank)]
-        off = smem_offset(ctx, buf, coords)
-        ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(off, I32(nbytes))))
-        v = tv.regs[r]
-        if store_ty is not ety:
-            v = b.zext(v, store_ty)
-        b.store(v, ptr)
+    store_runs(ctx, tv.regs, tv.lay, tv.elem, vector_run(tv.lay, buf), _ptr_of(ctx, buf, tv.lay))
 
 
 def load_tensor(ctx, buf: SmemBuf, lay: Lay, elem, iv) -> TV:
-    b = ctx.b
-    ety = llty(elem)
-    load_ty = I8 if bitwidth(elem) == 1 else ety
-    nbytes = max(1, bitwidth(elem) // 8)
     ctx.smem_access(iv, write=False)
-    out, memo = [], {}
-    for r in range(lay.nregs):
-        f = lay.reg_flat[r]
-        if f in memo:
-            out.append(memo[f])
-            continue
-        coords = [ctx.coord(lay, r, d) for d in range(lay.rank)]
-        off = smem_offset(ctx, buf, coords)
-        ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(off, I32(nbytes))))
-        v = b.load(ptr, typ=load_ty)
-        if load_ty is not ety:
-            v = b.trunc(v, ety)
-        memo[f] = v
-        out.append(v)
-    return TV(out, lay, elem)
+    return TV(load_runs(ctx, lay, elem, vector_run(lay, buf), _ptr_of(ctx, buf, lay)), lay, elem)
 
 
 def buffer_interval(ctx, value):
