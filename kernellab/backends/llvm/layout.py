@@ -134,7 +134,8 @@ class Lay:
         k = 0
         while k < len(self.reg) and (2 << k) <= limit and self.reg[k] == stride << k:
             k += 1
-        while k > 0 and any(b & (((1 << k) - 1) * stride) for b in self.reg[k:] + self.lane + self.warp):
+        others = self.lane + self.warp
+        while k > 0 and any(b & (((1 << k) - 1) * stride) for b in self.reg[k:] + others):
             k -= 1
         return 1 << k
 

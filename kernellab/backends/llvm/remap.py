@@ -18,7 +18,13 @@ and every thread reads its result registers back, a vector per run where the lay
 from __future__ import annotations
 
 from kernellab.backends.llvm.layout import Lay, _log2, derived
-from kernellab.backends.llvm.smem_vectors import aligned_run, load_runs, max_run, smem_elem_bytes, store_runs
+from kernellab.backends.llvm.smem_vectors import (
+    aligned_run,
+    load_runs,
+    max_run,
+    smem_elem_bytes,
+    store_runs,
+)
 from kernellab.backends.llvm.types import I32, TV
 
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from kernellab.backends.llvm.layout import Lay, _log2
 from kernellab.backends.llvm.smem import Interval
-from kernellab.backends.llvm.smem_vectors import aligned_run, smem_elem_bytes, load_runs, max_run, store_runs
+from kernellab.backends.llvm.smem_vectors import (
+    aligned_run,
+    load_runs,
+    max_run,
+    smem_elem_bytes,
+    store_runs,
+)
 from kernellab.backends.llvm.types import I32, TV, SmemBuf
 from kernellab.ir import ttg
 

@@ -12,6 +12,7 @@ from kernellab.backends.llvm.layout import Lay
 from kernellab.backends.llvm.types import I8, I32, BFloatType, bitwidth, llty
 
 MAX_ACCESS_BYTES = 16
+_NUMBER_TYPES = (ir.IntType, ir.HalfType, ir.FloatType, ir.DoubleType, BFloatType)
 
 
 def smem_elem_bytes(elem) -> int:
@@ -21,13 +22,14 @@ def smem_elem_bytes(elem) -> int:
 
 def max_run(elem) -> int:
     """The longest run one access may move: 16 bytes of numbers, a single pointer."""
-    if not isinstance(llty(elem), ir.IntType | ir.HalfType | ir.FloatType | ir.DoubleType | BFloatType):
+    if not isinstance(llty(elem), _NUMBER_TYPES):
         return 1
     return max(1, MAX_ACCESS_BYTES // smem_elem_bytes(elem))
 
 
 def aligned_run(run: int, byte_offset: int, elem) -> int:
-    """`run` halved until runs starting at element multiples of it are aligned from `byte_offset`."""
+    """`run` halved until runs starting at element multiples of it, counted from
+    `byte_offset`, are aligned to their size."""
     while run > 1 and byte_offset % (run * smem_elem_bytes(elem)):
         run //= 2
     return run

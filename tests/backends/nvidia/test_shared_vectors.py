@@ -145,7 +145,7 @@ def test_aligned_rows_store_and_load_16_bytes():
         (dict(vec=1, max_phase=8), {"store half": 32, "load half": 32}),  # vec=1 swizzle
         (dict(vec=2, max_phase=8), {"store i32": 16, "load i32": 16}),  # 2-element groups
         (dict(sorder="[0, 1]"), {"store half": 32, "load half": 32}),  # transposed order
-        (dict(m=256, n=2, spt="[1, 2]", tpw="[16, 2]"), {"store i32": 4, "load i32": 4}),  # 2 columns
+        (dict(m=256, n=2, spt="[1, 2]", tpw="[16, 2]"), {"store i32": 4, "load i32": 4}),
         (dict(spt="[8, 1]", tpw="[8, 4]", order="[0, 1]"), {"store half": 128, "load half": 128}),
         (dict(vec=1, max_phase=1), {"store <4 x i32>": 4, "load <4 x i32>": 4}),  # no swizzle
     ],
