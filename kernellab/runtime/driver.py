@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from kernellab.backends.nvidia import driver as cuda
 from kernellab.backends.nvidia.backend import DEFAULT_ARCH
 from kernellab.backends.nvidia.cubin import REGISTERS_PER_SM
+from kernellab.backends.nvidia.limits import DEVICE_LIMITS
 from kernellab.backends.nvidia.ptx import parse_arch
 
 WARP_SIZE = 32
-# sm_90's opt-in shared memory per block (CUDA occupancy calculator), what the interpreter reports
-INTERPRETER_MAX_SHARED_MEM = 232448
+# the default target's opt-in shared memory per block, what the interpreter reports
+INTERPRETER_MAX_SHARED_MEM = DEVICE_LIMITS[DEFAULT_ARCH]["max_shared_per_block"]
 
 
 @dataclass(frozen=True)
