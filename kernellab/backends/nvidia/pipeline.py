@@ -8,7 +8,10 @@ ttgir stage, TTIR in, TTGIR with every layout chosen out:
 3. accelerate_matmul          dots with a tensor-core form get MMA v2 layouts (mma.sync).
 4. remove_layout_conversions  computations move into the memory ops' layouts.
 5. reduce_data_duplication    conversions into dot-operand layouts go through shared memory.
-6. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
+6. pipeline                   loops over dot operands (and loops asking with tl.range's
+                              num_stages) load the next num_stages-1 iterations' tiles with
+                              cp.async into rings of shared buffers while this one computes.
+7. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
                               rematerialization can leave duplicate index math, and folding
                               keeps each constant's layout.
 
@@ -42,6 +45,7 @@ from kernellab.passes.ttgir import (
     accelerate_matmul,
     coalesce,
     convert_to_ttgpuir,
+    pipeline_loops,
     reduce_data_duplication,
     remove_layout_conversions,
 )
@@ -65,6 +69,7 @@ TTGIR_PASSES = [
     accelerate_matmul,
     remove_layout_conversions,
     reduce_data_duplication,
+    pipeline_loops,
     cse,
     canonicalize,
     dce,
@@ -82,7 +87,7 @@ def _option(options, name: str, default):
 
 def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassRecord]:
     """Run the TTGIR passes on `module` (TTIR) in place; options: target ("sm_80" | "sm_90"),
-    num_warps, num_ctas, debug (verify after each pass)."""
+    num_warps, num_ctas, num_stages, debug (verify after each pass)."""
     convert = _Configured(
         convert_to_ttgpuir.NAME,
         convert_to_ttgpuir.run,
@@ -92,7 +97,11 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
             "num_ctas": _option(options, "num_ctas", 1),
         },
     )
-    passes = [convert if p is convert_to_ttgpuir else p for p in TTGIR_PASSES]
+    pipeline = _Configured(
+        pipeline_loops.NAME, pipeline_loops.run, {"num_stages": _option(options, "num_stages", 3)}
+    )
+    configured = {convert_to_ttgpuir: convert, pipeline_loops: pipeline}
+    passes = [configured.get(p, p) for p in TTGIR_PASSES]
     verify = bool(_option(options, "debug", False))
     return PassManager(passes, trace=trace, verify=verify).run(module)
 
