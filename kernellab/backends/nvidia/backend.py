@@ -130,18 +130,17 @@ def _check_shared_memory(module, facts, target: str) -> None:
     has, saying what the software pipeline's rings take per stage."""
     from kernellab.backends.nvidia.launcher import OutOfResources
     from kernellab.backends.nvidia.limits import DEVICE_LIMITS
-    from kernellab.passes.ttgir.pipeline_loops import ring_stages
+    from kernellab.passes.ttgir.pipeline_loops import ring_slots
 
     limits = DEVICE_LIMITS.get(target)
     if limits is None or facts["shared"] <= limits["max_shared_per_block"]:
         return
-    rings = ring_stages(module)
+    rings = ring_slots(module)
     if rings:
-        stages = max(s for s, _ in rings)
-        per_stage = sum(b for _, b in rings)
-        advice = (f"The software pipeline keeps {stages} stages of {per_stage} bytes each "
-                  f"({stages * per_stage} bytes); lower num_stages (to "
-                  f"{max(1, stages - 1)} or less) or the BLOCK sizes.")  # fmt: skip
+        slots = max(s for s, _ in rings)
+        per_slot = sum(b for _, b in rings)
+        advice = (f"The software pipeline's rings keep {slots} tiles of {per_slot} bytes "
+                  f"({slots * per_slot} bytes); lower num_stages or the BLOCK sizes.")  # fmt: skip
     else:
         advice = "Reduce the BLOCK sizes (fewer elements staged through shared memory)."
     raise OutOfResources(facts["name"], f"shared memory on {target}", facts["shared"],

@@ -10,7 +10,8 @@ ttgir stage, TTIR in, TTGIR with every layout chosen out:
 5. reduce_data_duplication    conversions into dot-operand layouts go through shared memory.
 6. pipeline                   loops over dot operands (and loops asking with tl.range's
                               num_stages) load the next num_stages-1 iterations' tiles with
-                              cp.async into rings of shared buffers while this one computes.
+                              cp.async into rings of shared buffers while this one computes
+                              (fewer stages where the rings would not fit the target).
 7. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
                               rematerialization can leave duplicate index math, and folding
                               keeps each constant's layout.
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.nvidia.cubin import PTXAS, PtxAssembly
+from kernellab.backends.nvidia.limits import DEVICE_LIMITS
 from kernellab.backends.nvidia.ptx import (
     EMIT_PTX,
     OPTIMIZE_O3,
@@ -97,8 +99,14 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
             "num_ctas": _option(options, "num_ctas", 1),
         },
     )
+    limits = DEVICE_LIMITS.get(_option(options, "target", "sm_90"))
     pipeline = _Configured(
-        pipeline_loops.NAME, pipeline_loops.run, {"num_stages": _option(options, "num_stages", 3)}
+        pipeline_loops.NAME,
+        pipeline_loops.run,
+        {
+            "num_stages": _option(options, "num_stages", 3),
+            "shared_limit": limits["max_shared_per_block"] if limits else None,
+        },
     )
     configured = {convert_to_ttgpuir: convert, pipeline_loops: pipeline}
     passes = [configured.get(p, p) for p in TTGIR_PASSES]

@@ -48,7 +48,9 @@ NAME = "pipeline"
 MIN_COPY_BYTES = 4  # cp.async moves 4, 8 or 16 bytes
 
 
-def run(module: ModuleOp, num_stages: int = 3) -> Rewrites:
+def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) -> Rewrites:
+    """`shared_limit`: bytes of shared memory a program may use; a loop whose rings would take
+    more gets fewer stages (none below 2), as many as fit."""
     rewrites = Rewrites()
     analysis = axis_info.analyze(module)
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
@@ -59,7 +61,17 @@ def run(module: ModuleOp, num_stages: int = 3) -> Rewrites:
         plan = _plan(loop, analysis)
         if plan is None:
             continue
-        _rewrite(loop, plan, stages)
+        refill = all(item.alloc is None for item in plan.loads)
+        per_buffer = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
+        fitting = stages
+        while shared_limit is not None and fitting >= 2 and per_buffer * (fitting - refill) > shared_limit:
+            fitting -= 1
+        if fitting < 2:
+            rewrites.note("too-big-to-pipeline")
+            continue
+        if fitting < stages:
+            rewrites.note("fewer-stages-to-fit-shared-memory")
+        _rewrite(loop, plan, fitting, fitting - refill)
         rewrites.note("pipeline-loop")
         rewrites.note("async-copy", len(plan.loads))
     if rewrites:
@@ -67,8 +79,8 @@ def run(module: ModuleOp, num_stages: int = 3) -> Rewrites:
     return rewrites
 
 
-def ring_stages(module: ModuleOp) -> list[tuple[int, int]]:
-    """(stages, bytes per stage) of every ring the pipeliner allocated in `module`."""
+def ring_slots(module: ModuleOp) -> list[tuple[int, int]]:
+    """(slots, bytes per slot) of every ring the pipeliner allocated in `module`."""
     rings = {ttg.memdesc_root(op.result) for op in module.walk()
              if isinstance(op, ttg.AsyncCopyGlobalToLocalOp)}  # fmt: skip
     out = []
@@ -180,10 +192,14 @@ def _copyable(load: tt.LoadOp, shared, analysis) -> bool:
     else:
         return False
     nbytes = element_bytes(load.result.type)
-    tile = nbytes
-    for size in load.result.type.get_shape():
-        tile *= size
-    return elems * nbytes >= MIN_COPY_BYTES and tile % 16 == 0
+    return elems * nbytes >= MIN_COPY_BYTES and _tile_bytes(load.result.type) % 16 == 0
+
+
+def _tile_bytes(t) -> int:
+    n = element_bytes(t)
+    for size in t.get_shape():
+        n *= size
+    return n
 
 
 def _zero_other(load: tt.LoadOp) -> bool:
@@ -270,8 +286,7 @@ def _clone_slice(b: _Builder, ops: list[Operation], env: dict) -> None:
             env[old] = result
 
 
-def _issue(b: _Builder, plan: _Plan, rings: list, slot: SSAValue, iteration: SSAValue,
-           live: SSAValue, env: dict) -> None:  # fmt: skip
+def _issue(b: _Builder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValue, env: dict) -> None:
     """The copies of one iteration into ring `slot` and their commit group; `env` maps the
     induction variable and the iter_args to that iteration's values, `live` (i1) says the
     iteration exists."""
@@ -293,66 +308,75 @@ def _splat(b: _Builder, flag: SSAValue, like) -> SSAValue:
     return b.add(tt.SplatOp(flag, TensorType(i1, shape, like.encoding))).result
 
 
-def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
+def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, buffers: int) -> None:
+    """Pipeline `loop` over `stages` with rings of `buffers` slots: `stages` when a slot is read
+    after the copies are issued (a memdesc handed to a dot, read during its K steps), else
+    `stages - 1`: this iteration's slot is read first and then refilled (Triton's count)."""
     body = loop.body.block
     iv = body.args[0]
     iv_type = iv.type
     before = _Builder(InsertPoint.before(loop))
 
-    # rings
     rings = []
     for item in plan.loads:
         t = item.load.result.type
         ring_type = ttg.MemDescType(
-            (stages, *t.get_shape()), tt.element_type(t), item.encoding, mutable=True
+            (buffers, *t.get_shape()), tt.element_type(t), item.encoding, mutable=True
         )
         rings.append(before.add(ttg.LocalAllocOp(ring_type)).result)
 
-    # prologue: iterations 0..S-2
+    # prologue: iterations 0..S-2 into slots 0..S-2
     carried = {body.args[i + 1]: loop.iter_args[i] for i in plan.ahead}
     for i in range(stages - 1):
         offset = before.add(arith.MuliOp(loop.step, before.const(i, iv_type))).result
         k = before.add(arith.AddiOp(loop.lb, offset)).result
         live = before.add(arith.CmpiOp("slt", k, loop.ub)).result
         env = {iv: k, **carried}
-        _issue(before, plan, rings, before.const(i), k, live, env)
+        _issue(before, plan, rings, before.const(i), live, env)
         nexts = _next_values(before, plan, body, env)
         carried = {body.args[j + 1]: nexts[j] for j in plan.ahead}
 
-    # the loop, with the ahead iter_args started S-1 iterations in and two slot counters
+    # the loop: the ahead iter_args start S-1 iterations in; slot counters are carried
     inits = list(loop.iter_args)
     for j in plan.ahead:
         inits[j] = carried[body.args[j + 1]]
     read_slot = body.insert_arg(i32, len(body.args))
-    write_slot = body.insert_arg(i32, len(body.args))
-    inits += [before.const(0), before.const(stages - 1)]
+    inits.append(before.const(0))
+    if buffers == stages:
+        write_slot = body.insert_arg(i32, len(body.args))
+        inits.append(before.const(stages - 1))
+    else:
+        write_slot = read_slot  # the slot just read is refilled
 
     top = _Builder(InsertPoint.at_start(body))
     top.add(ttg.AsyncWaitOp(stages - 2))
-    ahead_k = top.add(
-        arith.AddiOp(iv, top.add(arith.MuliOp(loop.step, top.const(stages - 1, iv_type))).result)
-    ).result
-    live = top.add(arith.CmpiOp("slt", ahead_k, loop.ub)).result
-    _issue(top, plan, rings, write_slot, ahead_k, live, {iv: ahead_k})
-
+    last_read = None
     for item, ring in zip(plan.loads, rings):
-        _read_slot(item, ring, read_slot)
+        last_read = _read_slot(item, ring, read_slot)
+    issue = top if buffers == stages else _Builder(InsertPoint.after(last_read))
+    ahead_k = issue.add(
+        arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(stages - 1, iv_type))).result)
+    ).result
+    live = issue.add(arith.CmpiOp("slt", ahead_k, loop.ub)).result
+    _issue(issue, plan, rings, write_slot, live, {iv: ahead_k})
 
     yield_op = body.last_op
     at_end = _Builder(InsertPoint.before(yield_op))
-    slots = [_advance(at_end, s, stages) for s in (read_slot, write_slot)]
-    new_yield = scf.YieldOp(*yield_op.operands, *slots)
-    Rewriter.replace_op(yield_op, new_yield)
+    slots = [_advance(at_end, read_slot, buffers)]
+    if write_slot is not read_slot:
+        slots.append(_advance(at_end, write_slot, buffers))
+    Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *slots))
 
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, Rewriter.move_region_contents_to_new_regions(loop.body))
+    new_body = Rewriter.move_region_contents_to_new_regions(loop.body)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, new_body)
     new_loop.attributes.update(loop.attributes)
     Rewriter.insert_op(new_loop, InsertPoint.before(loop))
     for old, new in zip(loop.results, new_loop.results):
         old.replace_all_uses_with(new)
     Rewriter.erase_op(loop)
 
-    ops = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
-    for op in reversed(ops):
+    drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
+    for op in reversed(drain):
         Rewriter.insert_op(op, InsertPoint.after(new_loop))
 
 
@@ -363,8 +387,9 @@ def _next_values(b: _Builder, plan: _Plan, body: Block, env: dict) -> dict[int, 
     return {j: env.get(yielded[j], yielded[j]) for j in plan.ahead}
 
 
-def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> None:
-    """Replace the load (and the local_alloc it fed) by this iteration's slot of `ring`."""
+def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> Operation:
+    """Replace the load (and the local_alloc it fed) by this iteration's slot of `ring`; the
+    last op it placed."""
     load = item.load
     b = _Builder(InsertPoint.before(load))
     view = b.add(ttg.MemDescIndexOp(ring, slot)).result
@@ -372,12 +397,13 @@ def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> None:
         item.alloc.result.replace_all_uses_with(view)
         Rewriter.erase_op(item.alloc)
         Rewriter.erase_op(load)
-        return
+        return view.owner
     value = b.add(ttg.LocalLoadOp(view, load.result.type)).result
     if not _zero_other(load):
         value = b.add(arith.SelectOp(load.mask, value, load.other)).result
     load.result.replace_all_uses_with(value)
     Rewriter.erase_op(load)
+    return value.owner
 
 
 def _advance(b: _Builder, slot: SSAValue, stages: int) -> SSAValue:

@@ -12,7 +12,7 @@ import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.nvidia.launcher import OutOfResources
 from kernellab.examples import matmul_kernel, softmax_persistent_kernel
-from kernellab.passes.ttgir.pipeline_loops import ring_stages
+from kernellab.passes.ttgir.pipeline_loops import ring_slots
 
 MATMUL_SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
 ALIGNED = {"tt.divisibility": 16}
@@ -51,7 +51,7 @@ def test_matmul_copies_operands_with_cp_async(target, stages):
 
 def test_rings_take_num_stages_tiles_of_shared_memory():
     ck = compile_matmul(num_stages=3)
-    assert sorted(ring_stages(ck.module)) == [(3, 64 * 32 * 2), (3, 32 * 64 * 2)]
+    assert sorted(ring_slots(ck.module)) == [(3, 64 * 32 * 2), (3, 32 * 64 * 2)]
     assert ck.metadata["shared"] >= 3 * (64 * 32 + 32 * 64) * 2
 
 
@@ -61,12 +61,29 @@ def test_one_stage_keeps_plain_loads():
     assert "ld.global.v4.b32" in ck.asm["ptx"]
 
 
-def test_rings_that_do_not_fit_fail_at_compile_time_with_the_bytes_per_stage():
-    with pytest.raises(OutOfResources) as info:
-        compile_matmul(128, 256, 64, num_warps=8, num_stages=5)
-    message = str(info.value)
-    assert "5 stages of 49152 bytes each" in message and "lower num_stages (to 4 or less)" in message
-    assert info.value.limit == 232448 and info.value.required > info.value.limit
+def test_rings_that_would_not_fit_get_fewer_stages():
+    """128x256x64 fp16 operands take 48 KB a stage: five would pass sm_90's 227 KB, four fit."""
+    ck = compile_matmul(128, 256, 64, num_warps=8, num_stages=5)
+    assert sorted(ring_slots(ck.module)) == [(4, 128 * 64 * 2), (4, 64 * 256 * 2)]
+    record = next(r for r in ck.passes if r.name == "pipeline")
+    assert "fewer-stages-to-fit-shared-memory" in record.summary
+
+
+@kl.jit
+def transpose_tile(x_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(y_ptr + rn[:, None] * M + rm[None, :], tl.trans(x))
+
+
+def test_a_kernel_needing_more_shared_memory_than_the_target_has_fails_at_compile_time():
+    aligned = {"x_ptr": ALIGNED, "y_ptr": ALIGNED}
+    with pytest.raises(OutOfResources) as info:  # a 512 KB transpose through shared memory
+        kl.compile(transpose_tile, signature="*fp32,*fp32", constexprs={"M": 512, "N": 256},
+                   attrs=aligned, target="sm_90")  # fmt: skip
+    assert info.value.limit == 232448 and info.value.required > 512 * 256 * 4
+    assert "shared memory on sm_90" in str(info.value) and "Reduce the BLOCK sizes" in str(info.value)
 
 
 def test_unaligned_operands_are_not_pipelined():
@@ -80,13 +97,14 @@ def test_unaligned_operands_are_not_pipelined():
 
 def test_softmax_row_loop_pipelines_with_its_num_stages():
     """tl.range(..., num_stages=4) over rows, no dot: the row load becomes a copy into a ring of
-    four rows, read back and given the load's `other` (-inf) where masked."""
+    three rows (a row is read first, then its slot refilled), read back and given the load's
+    `other` (-inf) where masked."""
     attrs = {n: ALIGNED for n in ("output_ptr", "input_ptr", "input_row_stride", "output_row_stride", "n_cols")}
     ck = kl.compile(softmax_persistent_kernel, signature="*fp32,*fp32,i32,i32,i32,i32",
                     constexprs=dict(BLOCK_SIZE=1024, num_stages=4), attrs=attrs, target="sm_90",
                     num_warps=8)  # fmt: skip
     ttgir = ck.asm["ttgir"]
-    assert "!ttg.memdesc<4x1024xf32" in ttgir and "ttg.async_wait {num = 2 : i32}" in ttgir
+    assert "!ttg.memdesc<3x1024xf32" in ttgir and "ttg.async_wait {num = 2 : i32}" in ttgir
     assert re.search(r"%row = arith.select %mask, %\d+, %\d+", ttgir)
     assert "cp.async.cg.shared.global" in ck.asm["ptx"]
 
