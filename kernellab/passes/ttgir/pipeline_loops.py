@@ -13,19 +13,23 @@ least 4 bytes per thread and copy (cp.async copies 4, 8 or 16 bytes) and whose m
 value is 0 or can be selected afterwards. In a loop with a dot only the loads that become dot
 operands (`tt.load` → `ttg.local_alloc`) are pipelined.
 
-The rewrite, for S stages:
-  - each pipelined load gets a ring: one `ttg.local_alloc` of S tiles (the shared layout of
-    the local_alloc it fed, or unswizzled in the load's order when it fed registers);
+The rewrite, for S stages (Triton's shape):
+  - each pipelined load gets a ring of S-1 slots: one `ttg.local_alloc` of S-1 tiles (the
+    shared layout of the local_alloc it fed, or unswizzled in the load's order when it fed
+    registers);
   - the prologue issues the copies of iterations 0..S-2 (`ttg.async_copy_global_to_local` into
-    ring slot i, masked by `i < trip count`), each iteration's copies one commit group;
-  - the loop body starts with `ttg.async_wait {num = S-2}` (this iteration's group has landed;
-    the lowering follows it with a barrier), issues the copies of iteration k+S-1 into the slot
-    iteration k-1 read, and reads this iteration's tile from slot k mod S: the memdesc the
-    local_alloc made, or a `ttg.local_load` (then `arith.select` with the load's `other`);
-  - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them), and two
-    i32 iter_args carry the read and write slots;
-  - after the loop, `ttg.async_wait {num = 0}` and `ttg.local_dealloc` of each ring.
-The old address computations of iteration k are left to dce.
+    slot i, masked by `i < trip count`), each iteration's copies one commit group;
+  - iteration k starts with `ttg.async_wait {num = S-2}` (its own group has landed; the
+    lowering follows the wait with a barrier), reads its tile from slot k mod (S-1) (the
+    memdesc the local_alloc made, or a `ttg.local_load`, then `arith.select` with the load's
+    `other`), and after the last op reading the slot (the dot) refills the slot with the copies
+    of iteration k+S-1, so S-2 groups stay in flight behind the math;
+  - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them) and an i32
+    iter_arg carries the slot; after the loop, `ttg.async_wait {num = 0}` and
+    `ttg.local_dealloc` of each ring.
+The old address computations of iteration k are left to dce. Where S-1 slots would pass
+`shared_limit`, the loop gets the largest S that fits (at least 2). As in Triton, a store in the
+loop is not assumed to alias a pipelined load: loads of later iterations move above it.
 """
 
 from __future__ import annotations
@@ -61,17 +65,16 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
         plan = _plan(loop, analysis)
         if plan is None:
             continue
-        refill = all(item.alloc is None for item in plan.loads)
-        per_buffer = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
+        per_slot = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
         fitting = stages
-        while shared_limit is not None and fitting >= 2 and per_buffer * (fitting - refill) > shared_limit:
+        while shared_limit is not None and fitting >= 2 and per_slot * (fitting - 1) > shared_limit:
             fitting -= 1
         if fitting < 2:
             rewrites.note("too-big-to-pipeline")
             continue
         if fitting < stages:
             rewrites.note("fewer-stages-to-fit-shared-memory")
-        _rewrite(loop, plan, fitting, fitting - refill)
+        _rewrite(loop, plan, fitting)
         rewrites.note("pipeline-loop")
         rewrites.note("async-copy", len(plan.loads))
     if rewrites:
@@ -308,26 +311,24 @@ def _splat(b: _Builder, flag: SSAValue, like) -> SSAValue:
     return b.add(tt.SplatOp(flag, TensorType(i1, shape, like.encoding))).result
 
 
-def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, buffers: int) -> None:
-    """Pipeline `loop` over `stages` with rings of `buffers` slots: `stages` when a slot is read
-    after the copies are issued (a memdesc handed to a dot, read during its K steps), else
-    `stages - 1`: this iteration's slot is read first and then refilled (Triton's count)."""
+def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     body = loop.body.block
     iv = body.args[0]
     iv_type = iv.type
+    slots = stages - 1
     before = _Builder(InsertPoint.before(loop))
 
     rings = []
     for item in plan.loads:
         t = item.load.result.type
         ring_type = ttg.MemDescType(
-            (buffers, *t.get_shape()), tt.element_type(t), item.encoding, mutable=True
+            (slots, *t.get_shape()), tt.element_type(t), item.encoding, mutable=True
         )
         rings.append(before.add(ttg.LocalAllocOp(ring_type)).result)
 
     # prologue: iterations 0..S-2 into slots 0..S-2
     carried = {body.args[i + 1]: loop.iter_args[i] for i in plan.ahead}
-    for i in range(stages - 1):
+    for i in range(slots):
         offset = before.add(arith.MuliOp(loop.step, before.const(i, iv_type))).result
         k = before.add(arith.AddiOp(loop.lb, offset)).result
         live = before.add(arith.CmpiOp("slt", k, loop.ub)).result
@@ -336,36 +337,25 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, buffers: int) -> None:
         nexts = _next_values(before, plan, body, env)
         carried = {body.args[j + 1]: nexts[j] for j in plan.ahead}
 
-    # the loop: the ahead iter_args start S-1 iterations in; slot counters are carried
+    # the loop: the ahead iter_args start S-1 iterations in; the slot counter is carried
     inits = list(loop.iter_args)
     for j in plan.ahead:
         inits[j] = carried[body.args[j + 1]]
-    read_slot = body.insert_arg(i32, len(body.args))
+    slot = body.insert_arg(i32, len(body.args))
     inits.append(before.const(0))
-    if buffers == stages:
-        write_slot = body.insert_arg(i32, len(body.args))
-        inits.append(before.const(stages - 1))
-    else:
-        write_slot = read_slot  # the slot just read is refilled
 
-    top = _Builder(InsertPoint.at_start(body))
-    top.add(ttg.AsyncWaitOp(stages - 2))
-    last_read = None
-    for item, ring in zip(plan.loads, rings):
-        last_read = _read_slot(item, ring, read_slot)
-    issue = top if buffers == stages else _Builder(InsertPoint.after(last_read))
+    _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(stages - 2))
+    reads = [_read_slot(item, ring, slot) for item, ring in zip(plan.loads, rings)]
+    issue = _Builder(InsertPoint.after(_last_reader(body, reads)))
     ahead_k = issue.add(
-        arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(stages - 1, iv_type))).result)
+        arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(slots, iv_type))).result)
     ).result
     live = issue.add(arith.CmpiOp("slt", ahead_k, loop.ub)).result
-    _issue(issue, plan, rings, write_slot, live, {iv: ahead_k})
+    _issue(issue, plan, rings, slot, live, {iv: ahead_k})
 
     yield_op = body.last_op
-    at_end = _Builder(InsertPoint.before(yield_op))
-    slots = [_advance(at_end, read_slot, buffers)]
-    if write_slot is not read_slot:
-        slots.append(_advance(at_end, write_slot, buffers))
-    Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *slots))
+    next_slot = _advance(_Builder(InsertPoint.before(yield_op)), slot, slots)
+    Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, next_slot))
 
     new_body = Rewriter.move_region_contents_to_new_regions(loop.body)
     new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, new_body)
@@ -385,6 +375,17 @@ def _next_values(b: _Builder, plan: _Plan, body: Block, env: dict) -> dict[int, 
     _clone_slice(b, [op for op in plan.update_ops if op.results[0] not in env], env)
     yielded = body.last_op.operands
     return {j: env.get(yielded[j], yielded[j]) for j in plan.ahead}
+
+
+def _last_reader(body: Block, reads: list[Operation]) -> Operation:
+    """The last op of `body` that reads the slots through `reads` (the ops _read_slot placed):
+    a local_load, or the dot a memdesc reaches through its local_load."""
+    ops = list(body.ops)[:-1]  # not the yield
+    readers = set(reads)
+    for op in ops:
+        if op not in readers and any(v.owner in readers for v in op.operands):
+            readers.add(op)
+    return [op for op in ops if op in readers][-1]
 
 
 def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> Operation:

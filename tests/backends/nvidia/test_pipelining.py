@@ -46,13 +46,14 @@ def test_matmul_copies_operands_with_cp_async(target, stages):
     assert f"cp.async.wait_group {stages - 2};" in ptx and "cp.async.wait_group 0;" in ptx
     assert not any(f.startswith("ld.global") for f in forms)  # every operand load is a copy
     assert "ldmatrix.sync.aligned.m8n8.x4" in ptx and "mma.sync.aligned.m16n8k16" in ptx
-    assert forms["bar.sync"] <= 3  # the loop's wait, the drain, the epilogue's conversion
+    # the loop's wait, the refill after the dot read the slot, the drain, the epilogue's conversion
+    assert forms["bar.sync"] <= 4
 
 
-def test_rings_take_num_stages_tiles_of_shared_memory():
+def test_rings_take_num_stages_minus_one_tiles_of_shared_memory():
     ck = compile_matmul(num_stages=3)
-    assert sorted(ring_slots(ck.module)) == [(3, 64 * 32 * 2), (3, 32 * 64 * 2)]
-    assert ck.metadata["shared"] >= 3 * (64 * 32 + 32 * 64) * 2
+    assert sorted(ring_slots(ck.module)) == [(2, 64 * 32 * 2), (2, 32 * 64 * 2)]
+    assert ck.metadata["shared"] >= 2 * (64 * 32 + 32 * 64) * 2
 
 
 def test_one_stage_keeps_plain_loads():
@@ -62,8 +63,9 @@ def test_one_stage_keeps_plain_loads():
 
 
 def test_rings_that_would_not_fit_get_fewer_stages():
-    """128x256x64 fp16 operands take 48 KB a stage: five would pass sm_90's 227 KB, four fit."""
-    ck = compile_matmul(128, 256, 64, num_warps=8, num_stages=5)
+    """128x256x64 fp16 operands take 48 KB a slot: six stages (five slots) would pass sm_90's
+    227 KB, five stages (four slots) fit."""
+    ck = compile_matmul(128, 256, 64, num_warps=8, num_stages=6)
     assert sorted(ring_slots(ck.module)) == [(4, 128 * 64 * 2), (4, 64 * 256 * 2)]
     record = next(r for r in ck.passes if r.name == "pipeline")
     assert "fewer-stages-to-fit-shared-memory" in record.summary
