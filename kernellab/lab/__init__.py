@@ -27,6 +27,8 @@ _LAZY = {
     "access_view": "kernellab.lab.widgets",
     "dataflow_graph": "kernellab.lab.graphs",
     "pipeline_graph": "kernellab.lab.graphs",
+    "check": "kernellab.lab.checks",
+    "puzzle": "kernellab.lab.puzzles",
 }
 
 
@@ -74,9 +76,11 @@ __all__ = [
     "KernelView",
     "access_view",
     "build_bundle",
+    "check",
     "dataflow_graph",
     "layout",
     "pipeline_graph",
+    "puzzle",
     "show",
     "swizzle",
     "tile_order",

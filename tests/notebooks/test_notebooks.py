@@ -33,6 +33,7 @@ EXPECTED = [
     "04-layouts-and-swizzling",
     "05-inside-the-compiler",
     "06-debugging",
+    "exercises/puzzles",
 ]
 MIME = "application/vnd.kernellab.compile+json"
 CELL_TIMEOUT = 180  # seconds; every cell takes a few at most on two cores
@@ -47,8 +48,10 @@ def nvidia_available() -> bool:
 # -- the committed files ---------------------------------------------------------------------
 
 
-def test_the_six_notebooks_are_there():
-    assert sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb")) == EXPECTED
+def test_the_notebooks_are_there():
+    found = sorted(str(p.relative_to(NOTEBOOK_DIR).with_suffix("")) for p in NOTEBOOK_DIR.rglob("*.ipynb")
+                   if ".ipynb_checkpoints" not in p.parts)  # fmt: skip
+    assert found == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", EXPECTED)
@@ -99,7 +102,7 @@ def execute(name: str, kernel_env, monkeypatch):
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
         allow_errors=False,  # cells tagged raises-exception may (and here must) raise
-        resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
+        resources={"metadata": {"path": str((NOTEBOOK_DIR / name).parent)}},
     )
     client.execute(env=env)
     return nb
@@ -237,6 +240,15 @@ def check_06(nb, text):
     assert "row sums right? False" in text
 
 
+def check_exercises(nb, text):
+    # every starter kernel is empty: each of the eight checks fails, showing its diff and hint
+    assert text.count("FAIL: ") == 8 and text.count("hint: ") == 8
+    assert "z_ptr: 0 of 1000 elements right, 0 wrong, 1000 never written" in text
+    assert "PASS: 2. Masks" in text  # the solution shown at the end
+    pages = [o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})]
+    assert sum("kernellab-check" in p and "data:image/png;base64," in p for p in pages) == 9
+
+
 CHECKS = {
     "01-vector-add": check_01,
     "02-fused-softmax": check_02,
@@ -244,4 +256,5 @@ CHECKS = {
     "04-layouts-and-swizzling": check_04,
     "05-inside-the-compiler": check_05,
     "06-debugging": check_06,
+    "exercises/puzzles": check_exercises,
 }
