@@ -33,6 +33,7 @@ EXPECTED = [
     "04-layouts-and-swizzling",
     "05-inside-the-compiler",
     "06-debugging",
+    "08-autotuning",
     "exercises/puzzles",
 ]
 MIME = "application/vnd.kernellab.compile+json"
@@ -249,6 +250,20 @@ def check_exercises(nb, text):
     assert sum("kernellab-check" in p and "data:image/png;base64," in p for p in pages) == 9
 
 
+def check_08(nb, text):
+    pages = "\n".join(o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", [])
+                      if "text/html" in o.get("data", {}))  # fmt: skip
+    assert "kernellab-autotune" in pages and "best: BLOCK_M" in pages  # the live table, finished
+    assert "#dafbe1" in pages  # the best row highlighted
+    assert re.search(r"128x128x128: max error \d\.\d+e-0[5-9] with BLOCK_M", text)
+    assert "tuned keys: [(128, 128, 128, 'float16', 'float16', 'float32')]" in text
+    assert "image/png" in mimetypes_of(nb)  # kernel.plot()
+    if not nvidia_available():
+        return
+    assert "interpreter time" in pages and "sm_90 compile (made without a GPU)" in pages
+    assert re.search(r"the fastest config: \d+ registers per thread, \d+ bytes spilled", text)
+
+
 CHECKS = {
     "01-vector-add": check_01,
     "02-fused-softmax": check_02,
@@ -256,5 +271,6 @@ CHECKS = {
     "04-layouts-and-swizzling": check_04,
     "05-inside-the-compiler": check_05,
     "06-debugging": check_06,
+    "08-autotuning": check_08,
     "exercises/puzzles": check_exercises,
 }
