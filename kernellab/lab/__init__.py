@@ -29,6 +29,7 @@ _LAZY = {
     "pipeline_graph": "kernellab.lab.graphs",
     "check": "kernellab.lab.checks",
     "puzzle": "kernellab.lab.puzzles",
+    "diff": "kernellab.lab.ir_diff",
 }
 
 
@@ -78,6 +79,7 @@ __all__ = [
     "build_bundle",
     "check",
     "dataflow_graph",
+    "diff",
     "layout",
     "pipeline_graph",
     "puzzle",
