@@ -34,6 +34,7 @@ EXPECTED = [
     "05-inside-the-compiler",
     "06-debugging",
     "08-autotuning",
+    "09-jit-cache",
     "exercises/puzzles",
 ]
 MIME = "application/vnd.kernellab.compile+json"
@@ -264,6 +265,21 @@ def check_08(nb, text):
     assert re.search(r"the fastest config: \d+ registers per thread, \d+ bytes spilled", text)
 
 
+def check_09(nb, text):
+    assert "x_ptr        *fp32      16-byte aligned" in text and "BLOCK        constexpr  = 1024" in text
+    assert "same compiled kernel: True" in text and "cached now: True" in text and "right: True" in text
+    assert "x_ptr: *fp32 16-byte aligned -> *fp32 not 16-byte aligned" in text
+    assert "n: i32 divisible by 16 -> constant == 1" in text and "-> *fp16 16-byte aligned" in text
+    assert "scale: 4 compiled specialization(s)" in text
+    if not nvidia_available():
+        assert "sm_90 code is not available in this build" in text
+        return
+    assert "+#blocked = #ttg.blocked<{sizePerThread = [1]" in text  # the diff of the two TTGIRs
+    assert "aligned  PTX loads: ld.global.v4.b32" in text and "shifted  PTX loads: ld.global.b32" in text
+    assert "arith.constant dense<1>" in text  # n == 1 compiled in
+    assert len(re.findall(r"… scale for sm_90: cubin.cubin", text)) == 3 and "cache hit: True" in text
+
+
 CHECKS = {
     "01-vector-add": check_01,
     "02-fused-softmax": check_02,
@@ -272,5 +288,6 @@ CHECKS = {
     "05-inside-the-compiler": check_05,
     "06-debugging": check_06,
     "08-autotuning": check_08,
+    "09-jit-cache": check_09,
     "exercises/puzzles": check_exercises,
 }
