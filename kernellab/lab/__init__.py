@@ -25,6 +25,8 @@ _LAZY = {
     "swizzle": "kernellab.lab.widgets",
     "tile_order": "kernellab.lab.widgets",
     "access_view": "kernellab.lab.widgets",
+    "sram_row": "kernellab.lab.widgets",
+    "tile_walk": "kernellab.lab.widgets",
     "dataflow_graph": "kernellab.lab.graphs",
     "pipeline_graph": "kernellab.lab.graphs",
     "check": "kernellab.lab.checks",
@@ -84,7 +86,9 @@ __all__ = [
     "pipeline_graph",
     "puzzle",
     "show",
+    "sram_row",
     "swizzle",
     "tile_order",
+    "tile_walk",
     "view",
 ]  # fmt: skip
