@@ -189,6 +189,8 @@ def check_02(nb, text):
     assert "reads 5MN + 2M, writes 3MN + 2M" in text and "4.0x faster" in text
     if nvidia_available():
         assert re.search(r"^\s+4\s+32\s+\d+\s+\d+\s+16$", text, re.MULTILINE), "4 warps: 16 bytes shared"
+        assert "each of the 128 threads holds 8 elements of the row" in text  # the row picture
+        assert "arith.maxnumf: a thread combines its 8 registers" in text
 
 
 def check_03(nb, text):
@@ -258,6 +260,8 @@ def check_08(nb, text):
     assert "#dafbe1" in pages  # the best row highlighted
     assert re.search(r"128x128x128: max error \d\.\d+e-0[5-9] with BLOCK_M", text)
     assert "tuned keys: [(128, 128, 128, 'float16', 'float16', 'float32')]" in text
+    assert "step 3 of 16: loads A[0:64, 64:96] (4 KiB)" in pages  # the tile walking along K
+    assert " 64x64  tile:   8192 bytes per step,  32.0 flops per byte" in text
     assert "image/png" in mimetypes_of(nb)  # kernel.plot()
     if not nvidia_available():
         return
