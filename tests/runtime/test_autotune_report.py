@@ -171,3 +171,24 @@ def test_the_plot_labels_interpreter_times():
     (ax,) = fig.axes
     assert "interpreter time" in ax.get_xlabel()
     assert [t.get_text() for t in ax.get_yticklabels()] == [str(c) for c in CONFIGS]
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_workers_compile_for_the_device_and_the_launch_finds_their_cubins(tmp_path, monkeypatch):
+    """Forked workers compile each config for the GPU's arch while this process holds a CUDA
+    context; the launches that time the configs then load those cubins from the disk cache."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device visible")
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    kernel = kl.autotune(CONFIGS, key=["n"], progress=Recorder())(scale_kernel())
+    n = 1 << 16
+    x = torch.randn(n, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    kernel[lambda meta: (kl.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    torch.testing.assert_close(out, 3 * x)
+    rows = kernel.tuning.rows
+    assert kernel.tuning.where.startswith("GPU (cuda:") and kernel.tuning.resources_from is None
+    assert all(r.status == "timed" and r.registers and r.target.startswith("sm_") for r in rows)
+    compiled = list(kernel.base.cache.values())
+    assert len(compiled) == len(CONFIGS) and all(ck.metadata.cache_hit for ck in compiled)
