@@ -291,8 +291,11 @@ class Autotuner(KernelInterface):
                     start = time.perf_counter()
                     self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
                     row.compile_seconds = time.perf_counter() - start
-                row.kernel_ms = self._timed(row.config, args, kwargs, grid, named)
-                row.status = "timed"
+                ms = self._timed(row.config, args, kwargs, grid, named)
+                if ms == float("inf"):  # _bench's answer for a config that does not fit the GPU
+                    row.status = "failed: out of resources on this GPU"
+                    continue
+                row.kernel_ms, row.status = ms, "timed"
             except Exception as error:  # noqa: BLE001 - a config that can't run is skipped
                 errors.append(error)
                 row.status = f"failed: {type(error).__name__}: {error}"
@@ -300,7 +303,10 @@ class Autotuner(KernelInterface):
         timed = [r for r in rows if r.kernel_ms is not None]
         self.configs_timings = {r.config: (r.kernel_ms if r.kernel_ms is not None else float("inf")) for r in rows}
         if not timed:
-            raise errors[0] if errors else RuntimeError(f"autotune: no config of {self.base.__name__} compiled")
+            raise errors[0] if errors else RuntimeError(
+                f"autotune: no config of {self.base.__name__} ran: "
+                + "; ".join(f"{r.config}: {r.status}" for r in rows)
+            )
         return min(timed, key=lambda r: r.kernel_ms).config
 
     def _where(self, named: dict) -> tuple[str, str]:

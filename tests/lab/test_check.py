@@ -47,7 +47,7 @@ def test_solution_passes(name):
         assert diff.right.all() and diff.expected.size > 0
     assert result.access is not None  # the access view of the learner's loads and stores
     page = result._repr_html_()
-    assert "PASS" in page and "data:image/png;base64," in page and "hint" not in page
+    assert "PASS" in page and "data:image/png;base64," in page and "<b>hint:</b>" not in page
 
 
 @pytest.mark.gpu
@@ -70,7 +70,7 @@ def test_a_kernel_that_writes_nothing_fails_with_every_element_unwritten():
     assert not result.passed
     assert "z_ptr: 0 of 128 elements right, 0 wrong, 128 never written" in result.text()
     page = result._repr_html_()
-    assert "FAIL" in page and "hint:" in page and page.count("data:image/png;base64,") == 2
+    assert "FAIL" in page and "<b>hint:</b>" in page and page.count("data:image/png;base64,") == 2
 
 
 def test_a_missing_mask_is_an_out_of_bounds_error_in_the_access_view():
