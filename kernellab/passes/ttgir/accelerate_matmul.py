@@ -208,7 +208,7 @@ def _to_mma_v3(op: tt.DotOp, rewriter: PatternRewriter) -> bool:
     old_converts = [v.owner for v in op.operands]
     allocs, mma = mma_v3.to_warp_group_dot(op, num_warps)
     for alloc in allocs:
-        rewriter.insert_op(alloc, InsertPoint.before(op))
+        rewriter.insert(alloc, InsertPoint.before(op))
     acc = convert_before(_unconverted(op.c), mma, op)
     dot = mma_v3.warp_group_dot(allocs, acc, op)
     rewriter.replace(op, [dot, ttg.ConvertLayoutOp(dot.d, op.d.type)])
