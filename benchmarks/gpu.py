@@ -87,6 +87,19 @@ FLUSH_BYTES = 256 * 2**20
 MIN_REPS, MAX_REPS, REP_MS = 20, 2000, 100.0
 
 
+def use_matmul_cases(text: str) -> None:
+    """--matmul-cases: 'MxNxK:dtype,...' replaces MATMUL_CASES."""
+    global MATMUL_CASES
+    cases = []
+    for item in text.split(","):
+        shape, _, dtype = item.strip().partition(":")
+        m, n, k = (int(v) for v in shape.split("x"))
+        if dtype not in ("fp16", "bf16", "tf32"):
+            raise SystemExit(f"--matmul-cases: dtype {dtype!r} is not fp16, bf16 or tf32")
+        cases.append((m, n, k, dtype))
+    MATMUL_CASES = cases
+
+
 def use_quick_sizes() -> None:
     """--quick: small sizes and short timings (a smoke run of every code path, not a benchmark)."""
     global VECTOR_SIZES, SOFTMAX_ROWS, SOFTMAX_COLS, LAYERNORM_ROWS, LAYERNORM_COLS, COPY_ELEMENTS
@@ -1085,7 +1098,8 @@ def run_section(section: str, sink: str) -> int:
 
 
 def run_section_child(
-    section: str, seconds: float, results: Results, info: dict, quick: bool = False
+    section: str, seconds: float, results: Results, info: dict, quick: bool = False,
+    matmul_cases: str | None = None,
 ) -> None:
     """Run `section` in a child process (its output streams through); collect its rows."""
     fd, sink = tempfile.mkstemp(prefix="kl-bench-rows-", suffix=".jsonl")
@@ -1095,6 +1109,8 @@ def run_section_child(
     cmd = [sys.executable, str(Path(__file__).resolve()), "--section", section, "--rows-out", sink]
     if quick:
         cmd.append("--quick")
+    if matmul_cases:
+        cmd += ["--matmul-cases", matmul_cases]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     status = None
     try:
@@ -1142,11 +1158,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="small sizes: a fast smoke run of every path"
     )
+    parser.add_argument("--matmul-cases", default=None,
+                        help="matmul shapes instead of the default table, e.g. 4096x4096x4096:fp16,16x8192x8192:bf16")  # fmt: skip
     parser.add_argument("--section", default=None, help=argparse.SUPPRESS)  # internal: one section
     parser.add_argument("--rows-out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         use_quick_sizes()
+    if args.matmul_cases:
+        use_matmul_cases(args.matmul_cases)
     if args.section:
         return run_section(args.section, args.rows_out)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -1208,7 +1228,8 @@ def main(argv=None) -> int:
             seconds = min(SECTION_SECONDS[section], left)
             print(f"\n== {section} (at most {seconds:.0f} s) ==", flush=True)
             t0 = time.perf_counter()
-            run_section_child(section, seconds, results, info, quick=args.quick)
+            run_section_child(section, seconds, results, info, quick=args.quick,
+                              matmul_cases=args.matmul_cases)  # fmt: skip
             print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
         device = info.get("device", "unknown-gpu")
         copy_gbps = results.copy_ceiling()

@@ -42,7 +42,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from kernellab.ir import arith, tt, ttg
+from kernellab.ir import arith, tt, ttg, ttng
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.ttgir import axis_info
 from kernellab.passes.ttgir.axis_info import element_bytes
@@ -50,6 +50,7 @@ from kernellab.passes.ttgir.axis_info import element_bytes
 NAME = "pipeline"
 
 MIN_COPY_BYTES = 4  # cp.async moves 4, 8 or 16 bytes
+DOTS = (tt.DotOp, ttng.WarpGroupDotOp)
 
 
 def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) -> Rewrites:
@@ -100,7 +101,7 @@ def _stages(loop: scf.ForOp, default: int) -> int:
     attr = loop.attributes.get("tt.num_stages")
     if isinstance(attr, IntegerAttr):
         return attr.value.data
-    if any(isinstance(op, tt.DotOp) for op in loop.body.block.ops):
+    if any(isinstance(op, DOTS) for op in loop.body.block.ops):
         return default
     return 1
 
@@ -125,7 +126,7 @@ class _Plan:
 
 def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
     body = loop.body.block
-    has_dot = any(isinstance(op, tt.DotOp) for op in body.ops)
+    has_dot = any(isinstance(op, DOTS) for op in body.ops)
     loads = []
     for op in body.ops:
         if not isinstance(op, tt.LoadOp) or not isinstance(op.result.type, TensorType):
@@ -189,11 +190,12 @@ def _copyable(load: tt.LoadOp, shared, analysis) -> bool:
         analysis.ptr_vector_elems(load.ptr, order),
         analysis.mask_alignment(load.mask, order),
     )
-    if isinstance(shared, ttg.SwizzledSharedEncodingAttr):
-        if shared.max_phase > 1 or tuple(shared.order) != tuple(order):
-            elems = min(elems, shared.vec if tuple(shared.order) == tuple(order) else 1)
-    else:
-        return False
+    if tuple(shared.order) != tuple(order):
+        elems = 1  # a thread's run is strided in the buffer
+    elif isinstance(shared, ttg.NVMMASharedEncodingAttr):
+        elems = min(elems, 128 // shared.element_bits)  # inside one 16-byte swizzle chunk
+    elif shared.max_phase > 1:
+        elems = min(elems, shared.vec)
     nbytes = element_bytes(load.result.type)
     return elems * nbytes >= MIN_COPY_BYTES and _tile_bytes(load.result.type) % 16 == 0
 
