@@ -6,7 +6,9 @@ Each warp group (4 consecutive warps) computes 64 rows of the tile per instructi
 every warp 16 rows, and instruction register i of a thread holds row 8*((i >> 1) & 1) and
 column (i & 1) + 8*(i >> 2) of the thread's part (the layout's register bases say which
 accumulator register that is). A K step of 16 issues one instruction per 64-row repeat and per
-N repeat; the steps run between `wgmma.fence` and one `commit_group`/`wait_group 0`.
+N repeat; the steps run between `wgmma.fence` and one `commit_group`, then `wait_group 0`, or,
+for an asynchronous dot, nothing: a `ttng.warp_group_dot_wait` later waits (wait_group N with
+the accumulator's registers passed through it, so nothing reads them earlier).
 
 Descriptors (PTX ISA, "Matrix Descriptor Format"): start address, leading and stride byte
 offsets and the swizzle mode of the operand's #ttg.nvmma_shared buffer. The buffer is cut along
@@ -75,8 +77,25 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
                 for i, r in enumerate(slots):
                     regs[r] = b.extract_value(out, i)
     ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
-    ctx.asm(ir.VoidType(), "wgmma.wait_group.sync.aligned 0;", "", [], side_effect=True)
+    if op.is_async is None:
+        regs = _wait(ctx, regs, 0)
     ctx.set(op.d, TV(regs, lay, op.d.type.element_type))
+
+
+def _warp_group_dot_wait(ctx, op: ttng.WarpGroupDotWaitOp) -> None:
+    tv = ctx.get(op.src)
+    ctx.set(op.result, TV(_wait(ctx, list(tv.regs), op.pendings.value.data), tv.lay, tv.elem))
+
+
+def _wait(ctx, regs: list, pendings: int) -> list:
+    """`wgmma.wait_group pendings` with the accumulator registers passed through it, so that
+    nothing reads them before it (LLVM sees the wait produce them)."""
+    count = len(regs)
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)])
+    result_type = ir.LiteralStructType([F32] * count)
+    out = ctx.asm(result_type, f"wgmma.wait_group.sync.aligned {pendings};", constraints, regs,
+                  side_effect=True)  # fmt: skip
+    return [ctx.b.extract_value(out, i) for i in range(count)]
 
 
 def _instruction_text(n_instr: int, kind: str, trans_a: bool, trans_b: bool) -> str:
@@ -135,4 +154,4 @@ class _Descriptor:
 
 
 # op class -> fn(ctx, op): NVIDIA's rule for Hopper's warp-group dot
-RULES = {ttng.WarpGroupDotOp: _warp_group_dot}
+RULES = {ttng.WarpGroupDotOp: _warp_group_dot, ttng.WarpGroupDotWaitOp: _warp_group_dot_wait}
