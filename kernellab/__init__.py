@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "CompilationError": "kernellab.frontend.errors",
     "as_triton": "kernellab.triton_compat",
+    "torch": None,
     "testing": None,
     "language": None,
     "lab": None,
@@ -68,4 +69,5 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 __all__ = [
     "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
     "heuristics", "cdiv", "next_power_of_2", "reinterpret", "as_triton", "testing", "language", "lab",
+    "torch",
 ]  # fmt: skip
