@@ -33,6 +33,7 @@ EXPECTED = [
     "04-layouts-and-swizzling",
     "05-inside-the-compiler",
     "06-debugging",
+    "07-bring-your-triton-kernel",
 ]
 MIME = "application/vnd.kernellab.compile+json"
 CELL_TIMEOUT = 180  # seconds; every cell takes a few at most on two cores
@@ -47,7 +48,7 @@ def nvidia_available() -> bool:
 # -- the committed files ---------------------------------------------------------------------
 
 
-def test_the_six_notebooks_are_there():
+def test_the_notebooks_are_there():
     assert sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb")) == EXPECTED
 
 
@@ -237,6 +238,15 @@ def check_06(nb, text):
     assert "row sums right? False" in text
 
 
+def check_07(nb, text):
+    assert MIME in mimetypes_of(nb), "the viewer of the Triton kernel is missing"
+    assert "kernellab kernellab.language | the target: GPUTarget(" in text  # `import triton` under as_triton
+    assert re.search(r"max \|error\|: \d", text)
+    assert "with residual  loads: 3  stores: 2" in text and "without        loads: 2  stores: 1" in text
+    if "torch is not installed" not in text:
+        assert "graphs: 1  graph breaks: 0" in text and "compiled and eager agree" in text
+
+
 CHECKS = {
     "01-vector-add": check_01,
     "02-fused-softmax": check_02,
@@ -244,4 +254,5 @@ CHECKS = {
     "04-layouts-and-swizzling": check_04,
     "05-inside-the-compiler": check_05,
     "06-debugging": check_06,
+    "07-bring-your-triton-kernel": check_07,
 }
