@@ -113,7 +113,10 @@ def _twin(value):
             return _same_name_in_kernellab(value)
         return value
     if is_triton_kernel(value):
-        return from_triton(value)
+        try:
+            return from_triton(value)
+        except TypeError:  # a Triton object kernellab can't read: it fails only if a kernel uses it
+            return value
     kind = type(value).__name__
     if kind == "constexpr":
         return kl_language.constexpr(_twin(value.value))

@@ -25,7 +25,7 @@ from tests.test_tutorials import (
 torch = pytest.importorskip("torch")
 
 ACTIVE = triton.runtime.driver.active.get_active_torch_device()
-DEVICES = [pytest.param(ACTIVE, id=ACTIVE.type)]
+DEVICES = [pytest.param(ACTIVE, id=ACTIVE.type, marks=[pytest.mark.gpu] if ACTIVE.type == "cuda" else [])]
 if ACTIVE.type != "cpu":
     DEVICES.append(pytest.param(torch.device("cpu"), id="cpu"))
 
