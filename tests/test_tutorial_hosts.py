@@ -4,8 +4,8 @@ tests/test_tutorials.py checks the tutorial kernels on numpy arrays; this file r
 around them: the device from `driver.active`, tutorial 02's occupancy arithmetic (`warmup`,
 `_init_handles`, `n_regs`, `metadata.shared`, device properties) and its launch of the compiled
 kernel, tutorial 03's autotuned matmul with its fp8 branch, tutorial 04's seeded dropout,
-tutorial 05 as a `torch.autograd.Function` (forward here; its backward lives with the kernels'
-own tests), and the `perf_report` benchmark tables. The device is the one `driver.active` gives:
+tutorial 05 as a `torch.autograd.Function` (forward and backward, its locks included), and the
+`perf_report` benchmark tables. The device is the one `driver.active` gives:
 the GPU where there is one (the lead's run), else the CPU and the interpreter; the `cpu`
 variants run the interpreter on a GPU machine too.
 """
@@ -15,6 +15,8 @@ import pytest
 
 import kernellab as triton
 from tests.test_tutorials import (
+    _layer_norm_bwd_dwdb,
+    _layer_norm_bwd_dx_fused,
     _layer_norm_fwd_fused,
     _seeded_dropout,
     add_kernel,
@@ -175,7 +177,7 @@ def test_04_seeded_dropout_host(device):
 
 
 class LayerNorm(torch.autograd.Function):
-    """Tutorial 05's host class (forward; the tutorial's backward kernels are GPU-tuned)."""
+    """Tutorial 05's host class: the fused forward, and the backward with locked group sums."""
 
     @staticmethod
     def forward(ctx, x, normalized_shape, weight, bias, eps):
@@ -192,7 +194,35 @@ class LayerNorm(torch.autograd.Function):
         _layer_norm_fwd_fused[(M,)](x_arg, y, weight, bias, mean, rstd, x_arg.stride(0), N, eps,
                                     BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps, num_ctas=1)  # fmt: skip
         ctx.save_for_backward(x, weight, bias, mean, rstd)
+        ctx.BLOCK_SIZE, ctx.num_warps = BLOCK_SIZE, num_warps
         return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w, b, m, v = ctx.saved_tensors
+        N = w.shape[0]
+        GROUP_SIZE_M = 64
+        if N <= 8192:
+            GROUP_SIZE_M = 96
+        if N <= 4096:
+            GROUP_SIZE_M = 128
+        if N <= 1024:
+            GROUP_SIZE_M = 256
+        locks = torch.zeros(2 * GROUP_SIZE_M, dtype=torch.int32, device=w.device)
+        _dw = torch.zeros((GROUP_SIZE_M, N), dtype=x.dtype, device=w.device)
+        _db = torch.zeros((GROUP_SIZE_M, N), dtype=x.dtype, device=w.device)
+        dw = torch.empty((N,), dtype=w.dtype, device=w.device)
+        db = torch.empty((N,), dtype=w.dtype, device=w.device)
+        dx = torch.empty_like(dy)
+        x_arg = x.reshape(-1, x.shape[-1])
+        M, N = x_arg.shape
+        _layer_norm_bwd_dx_fused[(M,)](dx, dy, _dw, _db, x, w, m, v, locks, x_arg.stride(0), N,
+                                       BLOCK_SIZE_N=ctx.BLOCK_SIZE, GROUP_SIZE_M=GROUP_SIZE_M,
+                                       num_warps=ctx.num_warps)  # fmt: skip
+        grid = lambda meta: (triton.cdiv(N, meta["BLOCK_SIZE_N"]),)  # noqa: E731
+        _layer_norm_bwd_dwdb[grid](_dw, _db, dw, db, min(GROUP_SIZE_M, M), N, BLOCK_SIZE_M=32,
+                                   BLOCK_SIZE_N=128, num_ctas=1)  # fmt: skip
+        return dx, None, dw, db, None
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -202,6 +232,17 @@ def test_05_layer_norm_host(device):
     x = -2.3 + 0.5 * torch.randn((M, N), dtype=torch.float16, device=device)
     weight = torch.rand((N,), dtype=torch.float16, device=device) + 0.5
     bias = torch.rand((N,), dtype=torch.float16, device=device) - 0.5
+    x.requires_grad_(True)
+    weight.requires_grad_(True)
+    bias.requires_grad_(True)
     y = LayerNorm.apply(x, (N,), weight, bias, 1e-5)
-    want = torch.nn.functional.layer_norm(x.double(), (N,), weight.double(), bias.double(), 1e-5)
+    ref = [t.detach().double().requires_grad_() for t in (x, weight, bias)]
+    want = torch.nn.functional.layer_norm(ref[0], (N,), ref[1], ref[2], 1e-5)
     torch.testing.assert_close(y.double(), want, rtol=2**-10, atol=2e-3)
+    dy = 0.1 * torch.randn_like(x)
+    y.backward(dy)
+    want.backward(dy.double())
+    # fp16 gradients: dx rounds once; dW and dB add M fp16-rounded terms in groups
+    torch.testing.assert_close(x.grad.double(), ref[0].grad, rtol=2**-9, atol=2e-3)
+    for got, expected in ((weight.grad, ref[1].grad), (bias.grad, ref[2].grad)):
+        torch.testing.assert_close(got.double(), expected, rtol=2**-8, atol=1e-2)
