@@ -109,7 +109,7 @@ def _twin(value):
     if value.__class__.__module__.split(".")[0] != "triton":
         if isinstance(value, type) and value.__module__.split(".")[0] == "triton":
             return getattr(kl_language, value.__name__, value)  # tl.constexpr as an annotation
-        if callable(value) and getattr(value, "__module__", "").split(".")[0] == "triton":
+        if callable(value) and (getattr(value, "__module__", None) or "").split(".")[0] == "triton":
             return _same_name_in_kernellab(value)
         return value
     if is_triton_kernel(value):
