@@ -33,6 +33,7 @@ EXPECTED = [
     "04-layouts-and-swizzling",
     "05-inside-the-compiler",
     "06-debugging",
+    "07-bring-your-triton-kernel",
     "08-autotuning",
     "09-jit-cache",
     "exercises/puzzles",
@@ -244,6 +245,15 @@ def check_06(nb, text):
     assert "row sums right? False" in text
 
 
+def check_07(nb, text):
+    assert MIME in mimetypes_of(nb), "the viewer of the Triton kernel is missing"
+    assert "kernellab kernellab.language | the target: GPUTarget(" in text  # `import triton` under as_triton
+    assert re.search(r"max \|error\|: \d", text)
+    assert "with residual  loads: 3  stores: 2" in text and "without        loads: 2  stores: 1" in text
+    if "torch is not installed" not in text:
+        assert "graphs: 1  graph breaks: 0" in text and "compiled and eager agree" in text
+
+
 def check_exercises(nb, text):
     # every starter kernel is empty: each of the eight checks fails, showing its diff and hint
     assert text.count("FAIL: ") == 8 and text.count("hint: ") == 8
@@ -291,6 +301,7 @@ CHECKS = {
     "04-layouts-and-swizzling": check_04,
     "05-inside-the-compiler": check_05,
     "06-debugging": check_06,
+    "07-bring-your-triton-kernel": check_07,
     "08-autotuning": check_08,
     "09-jit-cache": check_09,
     "exercises/puzzles": check_exercises,
