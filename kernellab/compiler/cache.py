@@ -107,6 +107,7 @@ def _stable(value) -> str:
 
 
 _SIMPLE = (int, float, bool, str, bytes, type(None))
+GONE = object()  # what GlobalRead.current returns for a name that no longer exists
 
 
 def _is_constant(value) -> bool:
@@ -119,59 +120,119 @@ def _is_constant(value) -> bool:
     return False
 
 
-def dependencies(fn) -> list[tuple[str, str]]:
-    """(name, text) for everything a kernel function's code depends on besides its own source:
-    called kernel functions' sources (transitively) and global/closure constants it reads."""
-    from kernellab.language.core import KernelFunction, constexpr
+def _is_kernellab_module(value) -> bool:
+    return isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "kernellab"
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalRead:
+    """One value a kernel reads from outside its arguments: a global or closure variable, maybe
+    through attributes (`Cfg.SCALE`), holding a constant or a kernel function. It is part of the
+    cache key, and a launch checks it still holds what the kernel was compiled with: the
+    compiled code has the value baked in."""
+
+    name: str  # as the kernel spells it: "SCALE", "Cfg.SCALE"
+    holder: object  # the function's globals dict, or the closure cell of the root name
+    chain: tuple[str, ...]
+    value: object
+
+    def current(self):
+        """The value the kernel's source would read now (GONE when the name has gone)."""
+        if isinstance(self.holder, dict):
+            value = self.holder.get(self.chain[0], GONE)
+        else:
+            try:
+                value = self.holder.cell_contents
+            except ValueError:  # the enclosing function deleted the variable
+                return GONE
+        for attr in self.chain[1:]:
+            if value is GONE:
+                break
+            value = getattr(value, attr, GONE)
+        return value
+
+    def changed(self) -> bool:
+        now = self.current()
+        if now is self.value:
+            return False
+        try:
+            return not (type(now) is type(self.value) and bool(now == self.value))
+        except Exception:  # a comparison that raises: treat as changed
+            return True
+
+    def key_part(self) -> tuple[str, str]:
+        from kernellab.language.core import KernelFunction, constexpr
+
+        if isinstance(self.value, KernelFunction):
+            return (f"fn {self.name}", self.value.src)
+        v = self.value.value if isinstance(self.value, constexpr) else self.value
+        return (f"global {self.name}", _stable(v))
+
+
+def global_reads(fn) -> list[GlobalRead]:
+    """Every global or closure value that kernel function `fn`'s code reads, through attribute
+    chains (`Cfg.SCALE`, `mod.FACTOR`) and the kernel functions it calls, transitively.
+
+    kernellab's own modules and functions are left out: the toolchain fingerprint covers them.
+    Modules, classes and other namespaces are walked through, not recorded: what matters is the
+    constant or kernel function at the end of the chain."""
+    from kernellab.language.core import KernelFunction
 
     seen: set[int] = set()
-    out: list[tuple[str, str]] = []
+    out: list[GlobalRead] = []
 
     def visit(kf) -> None:
         if id(kf) in seen:
             return
         seen.add(id(kf))
-        scope = dict(kf.globals)
+        holders: dict = {}
         code = getattr(kf.fn, "__code__", None)
         if code is not None and kf.fn.__closure__:
-            for name, cell in zip(code.co_freevars, kf.fn.__closure__):
-                try:
-                    scope[name] = cell.cell_contents
-                except ValueError:
-                    pass
+            holders = dict(zip(code.co_freevars, kf.fn.__closure__))
         try:
             tree = ast.parse(kf.src)
         except SyntaxError:
             return
-        local = {a for a in kf.arg_names}
+        local = set(kf.arg_names)
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 local.add(node.id)
         for node in ast.walk(tree):
             chain = _attribute_chain(node)
-            if chain is None or chain[0] in local or chain[0] not in scope:
+            if chain is None or chain[0] in local:
                 continue
-            value, name = scope[chain[0]], chain[0]
+            holder = holders.get(chain[0], kf.globals)
+            read = GlobalRead(chain[0], holder, (chain[0],), None)
+            value = read.current()
+            if value is GONE or _is_kernellab_module(value):
+                continue
+            used = 1
             for attr in chain[1:]:
-                if isinstance(value, types.ModuleType) or isinstance(value, KernelFunction):
-                    nxt = getattr(value, attr, None)
-                    if nxt is None:
-                        break
-                    value, name = nxt, f"{name}.{attr}"
-                else:
+                if _is_constant(value) or isinstance(value, KernelFunction):
                     break
+                nxt = getattr(value, attr, GONE)
+                if nxt is GONE or _is_kernellab_module(nxt):
+                    break
+                value, used = nxt, used + 1
             if isinstance(value, KernelFunction):
-                if not value.__module__.startswith("kernellab."):  # kernellab's own: fingerprinted
-                    out.append((f"fn {name}", value.src))
-                    visit(value)
-            elif isinstance(value, types.ModuleType):
+                if value.__module__.startswith("kernellab."):  # the toolchain fingerprint has it
+                    continue
+                visit(value)
+            elif not _is_constant(value):
                 continue
-            elif _is_constant(value):
-                v = value.value if isinstance(value, constexpr) else value
-                out.append((f"global {name}", _stable(v)))
+            out.append(GlobalRead(".".join(chain[:used]), holder, tuple(chain[:used]), value))
 
     visit(fn)
-    return sorted(set(out))
+    unique = {}
+    for read in out:
+        unique.setdefault((id(read.holder), read.chain), read)
+    return list(unique.values())
+
+
+def dependencies(fn) -> list[tuple[str, str]]:
+    """(name, text) for everything a kernel function's code depends on besides its own source:
+    called kernel functions' sources (transitively) and global/closure constants it reads."""
+    return sorted({read.key_part() for read in global_reads(fn)})
 
 
 def _attribute_chain(node) -> list[str] | None:

@@ -36,6 +36,7 @@ from kernellab.backends.arguments import (
 )
 from kernellab.backends.options import OPTION_NAMES
 from kernellab.compiler import CompiledKernel, compile
+from kernellab.compiler.cache import GONE, global_reads
 from kernellab.language import core as tl
 from kernellab.language.signature import Signature
 
@@ -322,6 +323,8 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         # warm path: Binder.fast's key → (launch(runtime args, gx, gy, gz), CompiledKernel)
         self._launches: dict[tuple, tuple] = {}
         self._fast = self.binder.fast
+        # the globals the code read when first compiled (cache.GlobalRead), checked at launch
+        self._reads: tuple | None = None
 
     def __getitem__(self, grid):
         return functools.partial(self._launch_on, grid)
@@ -342,6 +345,8 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             except TypeError:  # an unhashable constexpr: bind says which
                 entry = None
             if entry is not None:
+                if self._reads:
+                    self._check_globals()
                 launch, kernel = entry
                 if grid.__class__ is tuple and len(grid) == 1:
                     gx = grid[0]
@@ -364,6 +369,8 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             kwargs = dict(kwargs)
             warmup = bool(kwargs.pop("warmup"))
         bound = self.binder.bind(args, kwargs)
+        if self._reads:
+            self._check_globals()
         kernel = self.cache.get(bound.key)
         if kernel is None:
             kernel = self._compile(bound)
@@ -389,7 +396,22 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         """Compile for these arguments without launching; returns the CompiledKernel."""
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
+    def _check_globals(self) -> None:
+        """Raise if a global the compiled code has baked in was rebound since: running the old
+        code would silently use the old value."""
+        for read in self._reads:
+            if read.changed():
+                now = read.current()
+                now = "deleted" if now is GONE else repr(now)
+                raise RuntimeError(
+                    f"{self.__name__}: global {read.name} changed since the kernel was compiled "
+                    f"(from {read.value!r} to {now}); kernels read globals once, at compile time. "
+                    f"Pass {read.name} as an argument or a tl.constexpr parameter to vary it"
+                )
+
     def _compile(self, bound: Bound) -> CompiledKernel:
+        if self._reads is None:  # before compiling: the values the compile reads
+            self._reads = tuple(global_reads(self))
         names = self.binder.names
         where = launch_device(bound.key[: len(names)], names)  # raises on mixed devices
         signature, constexprs, attrs = self.binder.compile_args(bound)
