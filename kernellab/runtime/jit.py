@@ -34,6 +34,8 @@ from kernellab.backends.arguments import (
     normalize_grid,
     specialize,
 )
+from kernellab.backends.nvidia.driver import CudaError
+from kernellab.backends.nvidia.launcher import OutOfResources
 from kernellab.backends.options import OPTION_NAMES
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.compiler.cache import GONE, global_reads
@@ -41,6 +43,7 @@ from kernellab.language import core as tl
 from kernellab.language.signature import Signature
 
 _MISSING = inspect.Parameter.empty
+GPU_ERRORS = (CudaError, OutOfResources)
 _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
 
 # Per-parameter kinds of the fast binder: 0 for a constexpr, else the flags of a runtime
@@ -49,6 +52,17 @@ _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
 _CONST, _ALIGN, _SPECIALIZE = 0, 1, 2
 # Markers of the fast key (see Binder.fast): scalars' specializations.
 _K_ONE, _K_I32, _K_I32_16, _K_FP32, _K_I1, _K_NONE = "=1", "i32", "i32%16", "fp32", "i1", "None"
+
+
+def describe_argument(value) -> str:
+    """`float32[1024] on cuda:0` for an array argument, the value itself for a scalar."""
+    shape = getattr(value, "shape", None)
+    if shape is None or isinstance(value, (int, float, bool)):
+        return repr(value)
+    dtype = str(getattr(value, "dtype", "?")).replace("torch.", "")
+    device = getattr(value, "device", None)
+    where = f" on {device}" if device is not None and str(device) != "cpu" else ""
+    return f"{dtype}[{', '.join(str(int(n)) for n in shape)}]{where}"
 
 
 class KernelInterface:
@@ -351,7 +365,10 @@ class JITFunction(KernelInterface, tl.KernelFunction):
                 if grid.__class__ is tuple and len(grid) == 1:
                     gx = grid[0]
                     if gx.__class__ is int and 0 < gx <= GRID_LIMITS[0]:
-                        launch(fast[1], gx, 1, 1)
+                        try:
+                            launch(fast[1], gx, 1, 1)
+                        except GPU_ERRORS as e:
+                            raise self._fault(e, args, kwargs)
                         return kernel
                 if grid is None:
                     raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
@@ -359,7 +376,10 @@ class JITFunction(KernelInterface, tl.KernelFunction):
                     grid = grid(dict(zip(self.binder.names, self.binder.values(args, kwargs))))
                 gx, gy, gz = normalize_grid(grid)
                 if gx and gy and gz:
-                    launch(fast[1], gx, gy, gz)
+                    try:
+                        launch(fast[1], gx, gy, gz)
+                    except GPU_ERRORS as e:
+                        raise self._fault(e, args, kwargs)
                 return kernel
         return self._slow(grid, args, kwargs, False, fast)
 
@@ -376,6 +396,13 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             kernel = self._compile(bound)
         if warmup:
             return kernel
+        try:
+            return self._launch_bound(kernel, bound, grid, fast)
+        except GPU_ERRORS as e:
+            raise self._fault(e, args, kwargs)
+
+    def _launch_bound(self, kernel: CompiledKernel, bound: Bound, grid, fast) -> CompiledKernel:
+        """Launch a bound call (remembering GPU launches for the warm path)."""
         where = self.where.get(bound.key)
         if fast is not None and where is not None:  # GPU launches: remember for the warm path
             launcher = kernel._launcher or kernel._get_launcher()
@@ -395,6 +422,14 @@ class JITFunction(KernelInterface, tl.KernelFunction):
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching; returns the CompiledKernel."""
         return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    def _fault(self, error: Exception, args: tuple, kwargs: dict) -> Exception:
+        """`error` (a GPU launch failed) with this launch's arguments, shapes and dtypes named."""
+        values = self.binder.values(args, kwargs) or [*args, *kwargs.values()]
+        names = [*self.binder.names, *kwargs][: len(values)]
+        described = ", ".join(f"{name}={describe_argument(value)}" for name, value in zip(names, values))
+        error.args = (f"{error.args[0] if error.args else error}\n  the launch: {self.__name__}[grid]({described})", *error.args[1:])
+        return error
 
     def _check_globals(self) -> None:
         """Raise if a global the compiled code has baked in was rebound since: running the old
