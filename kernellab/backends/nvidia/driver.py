@@ -56,6 +56,11 @@ ADVICE = {
 }
 for _name in STICKY_ERRORS:
     ADVICE.setdefault(_name, _RESTART)
+    ADVICE[_name] += (
+        " A fault is reported by the next CUDA call, which may come after the launch that "
+        "faulted: launch with debug=True (@kl.jit(debug=True)) to synchronize after every launch "
+        "and name the kernel that faults."
+    )
 
 
 class CudaError(RuntimeError):

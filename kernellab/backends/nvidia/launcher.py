@@ -420,14 +420,7 @@ class CudaLauncher:
                     f"cuLaunchKernel({self.name})", e.code, e.name, "; ".join(reasons),
                     "Launch fewer programs per grid dimension (use the x dimension for large counts)",
                 )
-        if e.sticky and not after:  # faults surface at the next CUDA call, not where they happen
-            e.args = (
-                f"{self.name}: {e.args[0]} This was detected when launching {self.name}; a GPU "
-                "fault is reported by the next CUDA call, so the kernel that faulted may be one "
-                "launched before it: launch with debug=True to synchronize after every launch "
-                "and name the one that faults.",
-            )
-        elif e.sticky:
+        if e.sticky and after:  # a synchronizing (debug) launch: this kernel is the one
             e.args = (f"{self.name} faulted on the GPU: {e.args[0]}",)
         else:
             e.args = (f"{self.name}: {e.args[0]}",)
