@@ -9,8 +9,9 @@ old entries).
 An entry is a directory `<root>/<key[:2]>/<key>/` holding one file per stage (`ttir.ttir`,
 `ttgir.ttgir`, `llir.ll`, `ptx.ptx`, `cubin.cubin`, ...), `passes.json`, and `metadata.json`,
 written last: a record listing each file with its size and sha256 plus the kernel's metadata,
-signed with an HMAC under a per-user secret. Every file is written to a temporary name and
-renamed into place, so a reader never sees a half-written file.
+signed with an HMAC under a per-user secret. An entry is assembled in a private temporary
+directory and renamed into place whole, so a reader never sees a half-written entry and
+processes writing one key at once never mix their files.
 
 Trust (a cached cubin is loaded onto the GPU, so whoever can write the cache could run code in
 the user's process): directories are created 0700; a root or entry directory owned by another
@@ -32,7 +33,9 @@ import hmac
 import json
 import os
 import re
+import shutil
 import stat
+import tempfile
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -568,14 +571,16 @@ class DiskCache:
             return None
         return json.loads(text)
 
-    def write_record(self, key: str, record) -> None:
-        """Sign `record` with the user's secret and store it as the entry's metadata.json."""
+    def write_record(self, key: str, record, directory: str | None = None) -> None:
+        """Sign `record` with the user's secret and store it as the metadata.json of the entry
+        (or of `directory`, an entry being assembled)."""
         secret = _secret()
         if secret is None:
             raise OSError("no cache key")
         text = json.dumps(record)
         mac = hmac.new(secret, text.encode(), "sha256").hexdigest()
-        atomic_write(os.path.join(self.entry_path(key), "metadata.json"), json.dumps({"mac": mac, "record": text}).encode())
+        target = os.path.join(directory or self.entry_path(key), "metadata.json")
+        atomic_write(target, json.dumps({"mac": mac, "record": text}).encode())
 
     def get(self, key: str) -> CacheEntry | None:
         """The entry for `key`, or None if absent, untrusted, malformed or inconsistent."""
@@ -604,38 +609,65 @@ class DiskCache:
         """Store an entry (metadata.json last); returns its path, or None if it can't be written
         (or the cache can't be trusted)."""
         path = self.entry_path(key)
+        staging = None
         try:
             if _secret() is None:
                 return None
             os.makedirs(os.path.dirname(self.root) or ".", exist_ok=True)
-            for directory in (self.root, os.path.dirname(path), path):
+            for directory in (self.root, os.path.dirname(path)):
                 _make_private_dir(directory)
-            if not self._root_trusted() or not self._trusted(path):
+            if not self._root_trusted() or not self._trusted(os.path.dirname(path)):
                 return None
-            files = {}
-            for stage, artifact in asm.items():
-                if artifact is None:
-                    continue
-                kind = "bytes" if isinstance(artifact, (bytes, bytearray)) else "text"
-                data = bytes(artifact) if kind == "bytes" else str(artifact).encode()
-                name = file_name(stage)
-                atomic_write(os.path.join(path, name), data)
-                files[stage] = [name, kind, len(data), _sha(data)]
-            record = {"format": FORMAT, "key": key, "files": files, "metadata": _jsonable(metadata)}
-            if passes:
-                raw = [
-                    {"name": p.name, "ir_after": p.ir_after, "seconds": p.seconds,
-                     "changed": p.changed, "summary": getattr(p, "summary", ""),
-                     "stage": getattr(p, "stage", "")}
-                    for p in passes
-                ]  # fmt: skip
-                data = json.dumps(raw).encode()
-                atomic_write(os.path.join(path, PASSES_FILE), data)
-                record["passes"] = [PASSES_FILE, "text", len(data), _sha(data)]
-            self.write_record(key, record)
+            staging = tempfile.mkdtemp(dir=os.path.dirname(path), prefix=".tmp-")  # 0700
+            self._assemble(staging, key, asm, metadata, passes)
+            self._publish(staging, path, key)
             return path
         except OSError:
             return None
+        finally:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+
+    def _publish(self, staging: str, path: str, key: str) -> None:
+        """Move a complete entry into place with one rename, so that writers racing on one key
+        never mix their files: the first rename wins, and a later writer replaces only an
+        entry that is not valid (an old format, a damaged or foreign one)."""
+        try:
+            os.rename(staging, path)  # atomic; refused when `path` holds an entry
+            return
+        except OSError:
+            if self.get(key) is not None:
+                return
+        retired = staging + "-retired"
+        os.rename(path, retired)
+        try:
+            os.rename(staging, path)
+        finally:
+            shutil.rmtree(retired, ignore_errors=True)
+
+    def _assemble(self, directory: str, key: str, asm: dict, metadata: dict, passes) -> None:
+        """Write an entry's files into `directory`, metadata.json last."""
+        files = {}
+        for stage, artifact in asm.items():
+            if artifact is None:
+                continue
+            kind = "bytes" if isinstance(artifact, (bytes, bytearray)) else "text"
+            data = bytes(artifact) if kind == "bytes" else str(artifact).encode()
+            name = file_name(stage)
+            atomic_write(os.path.join(directory, name), data)
+            files[stage] = [name, kind, len(data), _sha(data)]
+        record = {"format": FORMAT, "key": key, "files": files, "metadata": _jsonable(metadata)}
+        if passes:
+            raw = [
+                {"name": p.name, "ir_after": p.ir_after, "seconds": p.seconds,
+                 "changed": p.changed, "summary": getattr(p, "summary", ""),
+                 "stage": getattr(p, "stage", "")}
+                for p in passes
+            ]  # fmt: skip
+            data = json.dumps(raw).encode()
+            atomic_write(os.path.join(directory, PASSES_FILE), data)
+            record["passes"] = [PASSES_FILE, "text", len(data), _sha(data)]
+        self.write_record(key, record, directory)
 
 
 def _read_checked(directory: str, name: str, size: int, digest: str) -> bytes | None:
