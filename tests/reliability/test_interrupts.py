@@ -76,3 +76,49 @@ def test_sigint_during_ptxas_stops_the_compile_within_a_second(tmp_path):
     assert rest.startswith("recovered 7f454c46"), err  # an ELF cubin: the process compiles again
     entries = [p for p in cache_dir.rglob("metadata.json")]
     assert len(entries) == 1  # the small kernel's; the interrupted compile left none
+
+
+JUPYTER_CELL = CHILD.split("big = dict(")[0] + """
+import time
+try:
+    kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 2**16}, target="sm_90")
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted at", time.perf_counter(), flush=True)  # one clock for all processes
+    raise
+finally:
+    cubin._link_nvjitlink = native
+"""
+
+
+@pytest.mark.skipif(cubin._load_nvjitlink() is None, reason="needs nvJitLink (ptxas)")
+def test_interrupting_a_jupyter_kernel_stops_the_compile_within_a_second(tmp_path):
+    """What the notebook's stop button does: the kernel gets SIGINT, the cell ends with
+    KeyboardInterrupt, and the kernel runs the next cell."""
+    manager = pytest.importorskip("jupyter_client.manager")
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
+    km, kc = manager.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
+    try:
+        msg_id = kc.execute(textwrap.dedent(JUPYTER_CELL))
+
+        def output(word: str) -> str:
+            while True:
+                msg = kc.get_iopub_msg(timeout=300)
+                if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+                    if word in msg["content"]["text"]:
+                        return msg["content"]["text"]
+
+        output("native")  # ptxas has started
+        time.sleep(0.2)
+        sent = time.perf_counter()
+        km.interrupt_kernel()
+        acted = float(output("interrupted at").split()[-1]) - sent
+        reply = kc.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kc.get_shell_msg(timeout=60)
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        assert acted < 1.0, f"the interrupt took {acted:.1f} s to act"
+        after = kc.execute_interactive("print(1 + 1)", timeout=120)
+        assert after["content"]["status"] == "ok"  # the kernel is usable
+    finally:
+        km.shutdown_kernel(now=True)
