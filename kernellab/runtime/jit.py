@@ -444,6 +444,19 @@ class JITFunction(KernelInterface, tl.KernelFunction):
                     f"Pass {read.name} as an argument or a tl.constexpr parameter to vary it"
                 )
 
+    def explain_key(self, *args, **kwargs):
+        """The specialization key these arguments would launch with, part by part, and whether
+        it is cached (runtime/cache_info.py); nothing is compiled or launched."""
+        from kernellab.runtime.cache_info import explain_key
+
+        return explain_key(self, *args, **kwargs)
+
+    def cache_info(self):
+        """Every specialization compiled so far in this process, with its key explained."""
+        from kernellab.runtime.cache_info import cache_info
+
+        return cache_info(self)
+
     def _compile(self, bound: Bound) -> CompiledKernel:
         if self._reads is None:  # before compiling: the values the compile reads
             self._reads = tuple(global_reads(self))

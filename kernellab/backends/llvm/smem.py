@@ -144,6 +144,7 @@ def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes) -> SmemPlan:
         if op in plan.scratch:
             out.append(Interval(plan.scratch[op], plan.scratch[op] + plan.scratch_size[op]))
         for v in list(op.operands) + list(op.results):
+            v = ttg.memdesc_root(v)
             if v in plan.buffers:
                 out.append(Interval(plan.buffers[v], plan.buffers[v] + plan.buffer_size[v]))
         return out
@@ -177,6 +178,12 @@ class BarrierTracker:
                 self.barrier()
                 break
         self.pending.append((iv, write))
+
+    def before_async_write(self, iv: Interval) -> None:
+        """An asynchronous copy into `iv` is about to start: the bytes must be free of pending
+        accesses. The copy itself is not pending: it lands at a wait, which is a barrier."""
+        if any(p.overlaps(iv) for p, _ in self.pending):
+            self.barrier()
 
     def barrier(self) -> None:
         self._emit()
