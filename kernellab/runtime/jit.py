@@ -428,7 +428,8 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         values = self.binder.values(args, kwargs) or [*args, *kwargs.values()]
         names = [*self.binder.names, *kwargs][: len(values)]
         described = ", ".join(f"{name}={describe_argument(value)}" for name, value in zip(names, values))
-        error.args = (f"{error.args[0] if error.args else error}\n  the launch: {self.__name__}[grid]({described})", *error.args[1:])
+        message = error.args[0] if error.args else str(error)
+        error.args = (f"{message}\n  the launch: {self.__name__}[grid]({described})", *error.args[1:])
         return error
 
     def _check_globals(self) -> None:

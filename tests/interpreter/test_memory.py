@@ -167,7 +167,8 @@ def test_a_strided_view_indexed_as_contiguous_is_an_out_of_bounds_access():
     kernel = prepare(parse_module(MASKED_ADD))
     x = np.ones((4, 64), np.float32)[:, ::2]
     out = np.zeros(128, np.float32)
-    with pytest.raises(OutOfBoundsError, match=r"add.py:7: .*'x_ptr' in program \(0, 0, 0\), lane \(1,\): element offset 1 .*strided view"):
+    where = r"add.py:7: .*'x_ptr' in program \(0, 0, 0\), lane \(1,\): element offset 1 .*strided view"
+    with pytest.raises(OutOfBoundsError, match=where):
         kernel.run([x, np.ones(128, np.float32), out, 128], (1,))
     assert not out.any()
 

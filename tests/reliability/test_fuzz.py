@@ -103,7 +103,10 @@ def test_random_block_programs_match_the_interpreter_on_the_gpu(tmp_path_factory
     arrays = random_inputs(program, rng)
     expected, tolerance = program.reference(arrays)
     interpreted = _run(program, module.fuzz_kernel, arrays)
-    on_gpu = _run(program, module.fuzz_kernel, arrays, to_device=lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda())
+    def to_device(a):
+        return torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+    on_gpu = _run(program, module.fuzz_kernel, arrays, to_device=to_device)
     # the GPU may contract a*b+c into one fma (one rounding fewer): a few ulps of the magnitude
     slack = tolerance + 4 * program.finest_eps() * np.abs(np.nan_to_num(expected))
     _check(program, interpreted, expected, tolerance, "interpreter vs numpy")
