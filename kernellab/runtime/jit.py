@@ -439,10 +439,13 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             if read.changed():
                 now = read.current()
                 now = "deleted" if now is GONE else repr(now)
+                if isinstance(read.value, tl.KernelFunction):
+                    fix = f"define {self.__name__} again (re-run its cell) to compile it with the new one"
+                else:
+                    fix = f"pass {read.name} as an argument or a tl.constexpr parameter to vary it"
                 raise RuntimeError(
                     f"{self.__name__}: global {read.name} changed since the kernel was compiled "
-                    f"(from {read.value!r} to {now}); kernels read globals once, at compile time. "
-                    f"Pass {read.name} as an argument or a tl.constexpr parameter to vary it"
+                    f"(from {read.value!r} to {now}); kernels read globals once, at compile time: {fix}"
                 )
 
     def explain_key(self, *args, **kwargs):

@@ -176,3 +176,34 @@ def test_reads_the_key_cannot_follow_are_refused_at_compile_time(expression, mes
     with pytest.raises(CompilationError, match="tl.constexpr") as error:
         kernel[(1,)](np.ones(1, np.float32))
     assert message in str(error.value) and "argument" in str(error.value)
+
+
+HELPED = """
+import kernellab as kl
+import kernellab.language as tl
+
+
+@kl.jit
+def helper(x):
+    return x * 2
+
+
+@kl.jit
+def helped(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, helper(tl.load(x_ptr + offs)))
+"""
+
+
+def test_a_called_kernel_function_redefined_after_compilation_is_an_error(tmp_path):
+    module = _module(tmp_path, "helped", HELPED)
+    x = np.random.default_rng().standard_normal(8).astype(np.float32)
+    np.testing.assert_allclose(_run(module.helped, x), x.astype(np.float64) * 2, rtol=1e-6)
+
+    @kl.jit
+    def helper(x):
+        return x * 3
+
+    module.helper = helper  # what re-running the helper's notebook cell does
+    with pytest.raises(RuntimeError, match="global helper changed .*re-run its cell"):
+        _run(module.helped, x)
