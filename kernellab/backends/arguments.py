@@ -76,8 +76,12 @@ def flat_buffer(a: np.ndarray) -> np.ndarray:
 
 
 def _array(a: np.ndarray, specialize: bool, align: bool) -> tuple[Key, np.ndarray]:
+    """The array itself: the interpreter addresses it through flat_buffer, and knows which
+    elements a strided view holds (interpreter/memory.Buffer)."""
     aligned = align and a.__array_interface__["data"][0] % 16 == 0
-    return ("*" + pointee_name(a.dtype), aligned), flat_buffer(a)
+    if not a.flags.c_contiguous:
+        flat_buffer(a)  # refuses negative and unaligned strides here, at the launch
+    return ("*" + pointee_name(a.dtype), aligned), a
 
 
 # torch dtypes whose tensors `.numpy()` refuses (bf16, fp8) or supports only in recent torch

@@ -9,8 +9,9 @@ old entries).
 An entry is a directory `<root>/<key[:2]>/<key>/` holding one file per stage (`ttir.ttir`,
 `ttgir.ttgir`, `llir.ll`, `ptx.ptx`, `cubin.cubin`, ...), `passes.json`, and `metadata.json`,
 written last: a record listing each file with its size and sha256 plus the kernel's metadata,
-signed with an HMAC under a per-user secret. Every file is written to a temporary name and
-renamed into place, so a reader never sees a half-written file.
+signed with an HMAC under a per-user secret. An entry is assembled in a private temporary
+directory and renamed into place whole, so a reader never sees a half-written entry and
+processes writing one key at once never mix their files.
 
 Trust (a cached cubin is loaded onto the GPU, so whoever can write the cache could run code in
 the user's process): directories are created 0700; a root or entry directory owned by another
@@ -32,7 +33,9 @@ import hmac
 import json
 import os
 import re
+import shutil
 import stat
+import tempfile
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -107,6 +110,7 @@ def _stable(value) -> str:
 
 
 _SIMPLE = (int, float, bool, str, bytes, type(None))
+GONE = object()  # what GlobalRead.current returns for a name that no longer exists
 
 
 def _is_constant(value) -> bool:
@@ -119,59 +123,119 @@ def _is_constant(value) -> bool:
     return False
 
 
-def dependencies(fn) -> list[tuple[str, str]]:
-    """(name, text) for everything a kernel function's code depends on besides its own source:
-    called kernel functions' sources (transitively) and global/closure constants it reads."""
-    from kernellab.language.core import KernelFunction, constexpr
+def _is_kernellab_module(value) -> bool:
+    return isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "kernellab"
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalRead:
+    """One value a kernel reads from outside its arguments: a global or closure variable, maybe
+    through attributes (`Cfg.SCALE`), holding a constant or a kernel function. It is part of the
+    cache key, and a launch checks it still holds what the kernel was compiled with: the
+    compiled code has the value baked in."""
+
+    name: str  # as the kernel spells it: "SCALE", "Cfg.SCALE"
+    holder: object  # the function's globals dict, or the closure cell of the root name
+    chain: tuple[str, ...]
+    value: object
+
+    def current(self):
+        """The value the kernel's source would read now (GONE when the name has gone)."""
+        if isinstance(self.holder, dict):
+            value = self.holder.get(self.chain[0], GONE)
+        else:
+            try:
+                value = self.holder.cell_contents
+            except ValueError:  # the enclosing function deleted the variable
+                return GONE
+        for attr in self.chain[1:]:
+            if value is GONE:
+                break
+            value = getattr(value, attr, GONE)
+        return value
+
+    def changed(self) -> bool:
+        now = self.current()
+        if now is self.value:
+            return False
+        try:
+            return not (type(now) is type(self.value) and bool(now == self.value))
+        except Exception:  # a comparison that raises: treat as changed
+            return True
+
+    def key_part(self) -> tuple[str, str]:
+        from kernellab.language.core import KernelFunction, constexpr
+
+        if isinstance(self.value, KernelFunction):
+            return (f"fn {self.name}", self.value.src)
+        v = self.value.value if isinstance(self.value, constexpr) else self.value
+        return (f"global {self.name}", _stable(v))
+
+
+def global_reads(fn) -> list[GlobalRead]:
+    """Every global or closure value that kernel function `fn`'s code reads, through attribute
+    chains (`Cfg.SCALE`, `mod.FACTOR`) and the kernel functions it calls, transitively.
+
+    kernellab's own modules and functions are left out: the toolchain fingerprint covers them.
+    Modules, classes and other namespaces are walked through, not recorded: what matters is the
+    constant or kernel function at the end of the chain."""
+    from kernellab.language.core import KernelFunction
 
     seen: set[int] = set()
-    out: list[tuple[str, str]] = []
+    out: list[GlobalRead] = []
 
     def visit(kf) -> None:
         if id(kf) in seen:
             return
         seen.add(id(kf))
-        scope = dict(kf.globals)
+        holders: dict = {}
         code = getattr(kf.fn, "__code__", None)
         if code is not None and kf.fn.__closure__:
-            for name, cell in zip(code.co_freevars, kf.fn.__closure__):
-                try:
-                    scope[name] = cell.cell_contents
-                except ValueError:
-                    pass
+            holders = dict(zip(code.co_freevars, kf.fn.__closure__))
         try:
             tree = ast.parse(kf.src)
         except SyntaxError:
             return
-        local = {a for a in kf.arg_names}
+        local = set(kf.arg_names)
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 local.add(node.id)
         for node in ast.walk(tree):
             chain = _attribute_chain(node)
-            if chain is None or chain[0] in local or chain[0] not in scope:
+            if chain is None or chain[0] in local:
                 continue
-            value, name = scope[chain[0]], chain[0]
+            holder = holders.get(chain[0], kf.globals)
+            read = GlobalRead(chain[0], holder, (chain[0],), None)
+            value = read.current()
+            if value is GONE or _is_kernellab_module(value):
+                continue
+            used = 1
             for attr in chain[1:]:
-                if isinstance(value, types.ModuleType) or isinstance(value, KernelFunction):
-                    nxt = getattr(value, attr, None)
-                    if nxt is None:
-                        break
-                    value, name = nxt, f"{name}.{attr}"
-                else:
+                if _is_constant(value) or isinstance(value, KernelFunction):
                     break
+                nxt = getattr(value, attr, GONE)
+                if nxt is GONE or _is_kernellab_module(nxt):
+                    break
+                value, used = nxt, used + 1
             if isinstance(value, KernelFunction):
-                if not value.__module__.startswith("kernellab."):  # kernellab's own: fingerprinted
-                    out.append((f"fn {name}", value.src))
-                    visit(value)
-            elif isinstance(value, types.ModuleType):
+                if value.__module__.startswith("kernellab."):  # the toolchain fingerprint has it
+                    continue
+                visit(value)
+            elif not _is_constant(value):
                 continue
-            elif _is_constant(value):
-                v = value.value if isinstance(value, constexpr) else value
-                out.append((f"global {name}", _stable(v)))
+            out.append(GlobalRead(".".join(chain[:used]), holder, tuple(chain[:used]), value))
 
     visit(fn)
-    return sorted(set(out))
+    unique = {}
+    for read in out:
+        unique.setdefault((id(read.holder), read.chain), read)
+    return list(unique.values())
+
+
+def dependencies(fn) -> list[tuple[str, str]]:
+    """(name, text) for everything a kernel function's code depends on besides its own source:
+    called kernel functions' sources (transitively) and global/closure constants it reads."""
+    return sorted({read.key_part() for read in global_reads(fn)})
 
 
 def _attribute_chain(node) -> list[str] | None:
@@ -507,14 +571,16 @@ class DiskCache:
             return None
         return json.loads(text)
 
-    def write_record(self, key: str, record) -> None:
-        """Sign `record` with the user's secret and store it as the entry's metadata.json."""
+    def write_record(self, key: str, record, directory: str | None = None) -> None:
+        """Sign `record` with the user's secret and store it as the metadata.json of the entry
+        (or of `directory`, an entry being assembled)."""
         secret = _secret()
         if secret is None:
             raise OSError("no cache key")
         text = json.dumps(record)
         mac = hmac.new(secret, text.encode(), "sha256").hexdigest()
-        atomic_write(os.path.join(self.entry_path(key), "metadata.json"), json.dumps({"mac": mac, "record": text}).encode())
+        target = os.path.join(directory or self.entry_path(key), "metadata.json")
+        atomic_write(target, json.dumps({"mac": mac, "record": text}).encode())
 
     def get(self, key: str) -> CacheEntry | None:
         """The entry for `key`, or None if absent, untrusted, malformed or inconsistent."""
@@ -543,38 +609,65 @@ class DiskCache:
         """Store an entry (metadata.json last); returns its path, or None if it can't be written
         (or the cache can't be trusted)."""
         path = self.entry_path(key)
+        staging = None
         try:
             if _secret() is None:
                 return None
             os.makedirs(os.path.dirname(self.root) or ".", exist_ok=True)
-            for directory in (self.root, os.path.dirname(path), path):
+            for directory in (self.root, os.path.dirname(path)):
                 _make_private_dir(directory)
-            if not self._root_trusted() or not self._trusted(path):
+            if not self._root_trusted() or not self._trusted(os.path.dirname(path)):
                 return None
-            files = {}
-            for stage, artifact in asm.items():
-                if artifact is None:
-                    continue
-                kind = "bytes" if isinstance(artifact, (bytes, bytearray)) else "text"
-                data = bytes(artifact) if kind == "bytes" else str(artifact).encode()
-                name = file_name(stage)
-                atomic_write(os.path.join(path, name), data)
-                files[stage] = [name, kind, len(data), _sha(data)]
-            record = {"format": FORMAT, "key": key, "files": files, "metadata": _jsonable(metadata)}
-            if passes:
-                raw = [
-                    {"name": p.name, "ir_after": p.ir_after, "seconds": p.seconds,
-                     "changed": p.changed, "summary": getattr(p, "summary", ""),
-                     "stage": getattr(p, "stage", "")}
-                    for p in passes
-                ]  # fmt: skip
-                data = json.dumps(raw).encode()
-                atomic_write(os.path.join(path, PASSES_FILE), data)
-                record["passes"] = [PASSES_FILE, "text", len(data), _sha(data)]
-            self.write_record(key, record)
+            staging = tempfile.mkdtemp(dir=os.path.dirname(path), prefix=".tmp-")  # 0700
+            self._assemble(staging, key, asm, metadata, passes)
+            self._publish(staging, path, key)
             return path
         except OSError:
             return None
+        finally:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+
+    def _publish(self, staging: str, path: str, key: str) -> None:
+        """Move a complete entry into place with one rename, so that writers racing on one key
+        never mix their files: the first rename wins, and a later writer replaces only an
+        entry that is not valid (an old format, a damaged or foreign one)."""
+        try:
+            os.rename(staging, path)  # atomic; refused when `path` holds an entry
+            return
+        except OSError:
+            if self.get(key) is not None:
+                return
+        retired = staging + "-retired"
+        os.rename(path, retired)
+        try:
+            os.rename(staging, path)
+        finally:
+            shutil.rmtree(retired, ignore_errors=True)
+
+    def _assemble(self, directory: str, key: str, asm: dict, metadata: dict, passes) -> None:
+        """Write an entry's files into `directory`, metadata.json last."""
+        files = {}
+        for stage, artifact in asm.items():
+            if artifact is None:
+                continue
+            kind = "bytes" if isinstance(artifact, (bytes, bytearray)) else "text"
+            data = bytes(artifact) if kind == "bytes" else str(artifact).encode()
+            name = file_name(stage)
+            atomic_write(os.path.join(directory, name), data)
+            files[stage] = [name, kind, len(data), _sha(data)]
+        record = {"format": FORMAT, "key": key, "files": files, "metadata": _jsonable(metadata)}
+        if passes:
+            raw = [
+                {"name": p.name, "ir_after": p.ir_after, "seconds": p.seconds,
+                 "changed": p.changed, "summary": getattr(p, "summary", ""),
+                 "stage": getattr(p, "stage", "")}
+                for p in passes
+            ]  # fmt: skip
+            data = json.dumps(raw).encode()
+            atomic_write(os.path.join(directory, PASSES_FILE), data)
+            record["passes"] = [PASSES_FILE, "text", len(data), _sha(data)]
+        self.write_record(key, record, directory)
 
 
 def _read_checked(directory: str, name: str, size: int, digest: str) -> bytes | None:

@@ -34,14 +34,18 @@ from kernellab.backends.arguments import (
     normalize_grid,
     specialize,
 )
+from kernellab.backends.nvidia.driver import CudaError
+from kernellab.backends.nvidia.launcher import OutOfResources
 from kernellab.backends.options import OPTION_NAMES
 from kernellab.compiler import CompiledKernel, compile
+from kernellab.compiler.cache import GONE, global_reads
 from kernellab.language import core as tl
 from kernellab.language.signature import Signature
 from kernellab.runtime import launch_hooks
 from kernellab.runtime.launch_hooks import ENTER_HOOKS
 
 _MISSING = inspect.Parameter.empty
+GPU_ERRORS = (CudaError, OutOfResources)
 _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
 
 # Per-parameter kinds of the fast binder: 0 for a constexpr, else the flags of a runtime
@@ -50,6 +54,17 @@ _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
 _CONST, _ALIGN, _SPECIALIZE = 0, 1, 2
 # Markers of the fast key (see Binder.fast): scalars' specializations.
 _K_ONE, _K_I32, _K_I32_16, _K_FP32, _K_I1, _K_NONE = "=1", "i32", "i32%16", "fp32", "i1", "None"
+
+
+def describe_argument(value) -> str:
+    """`float32[1024] on cuda:0` for an array argument, the value itself for a scalar."""
+    shape = getattr(value, "shape", None)
+    if shape is None or isinstance(value, (int, float, bool)):
+        return repr(value)
+    dtype = str(getattr(value, "dtype", "?")).replace("torch.", "")
+    device = getattr(value, "device", None)
+    where = f" on {device}" if device is not None and str(device) != "cpu" else ""
+    return f"{dtype}[{', '.join(str(int(n)) for n in shape)}]{where}"
 
 
 class KernelInterface:
@@ -331,6 +346,8 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         # warm path: Binder.fast's key → (launch(runtime args, gx, gy, gz), CompiledKernel)
         self._launches: dict[tuple, tuple] = {}
         self._fast = self.binder.fast
+        # the globals the code read when first compiled (cache.GlobalRead), checked at launch
+        self._reads: tuple | None = None
 
     def __getitem__(self, grid):
         return functools.partial(self._launch_on, grid)
@@ -353,11 +370,16 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             except TypeError:  # an unhashable constexpr: bind says which
                 entry = None
             if entry is not None:
+                if self._reads:
+                    self._check_globals()
                 launch, kernel = entry
                 if grid.__class__ is tuple and len(grid) == 1:
                     gx = grid[0]
                     if gx.__class__ is int and 0 < gx <= GRID_LIMITS[0]:
-                        launch(fast[1], gx, 1, 1)
+                        try:
+                            launch(fast[1], gx, 1, 1)
+                        except GPU_ERRORS as e:
+                            raise self._fault(e, args, kwargs)
                         return kernel
                 if grid is None:
                     raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
@@ -365,7 +387,10 @@ class JITFunction(KernelInterface, tl.KernelFunction):
                     grid = grid(dict(zip(self.binder.names, self.binder.values(args, kwargs))))
                 gx, gy, gz = normalize_grid(grid)
                 if gx and gy and gz:
-                    launch(fast[1], gx, gy, gz)
+                    try:
+                        launch(fast[1], gx, gy, gz)
+                    except GPU_ERRORS as e:
+                        raise self._fault(e, args, kwargs)
                 return kernel
         return self._slow(grid, args, kwargs, False, fast)
 
@@ -375,11 +400,20 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             kwargs = dict(kwargs)
             warmup = bool(kwargs.pop("warmup"))
         bound = self.binder.bind(args, kwargs)
+        if self._reads:
+            self._check_globals()
         kernel = self.cache.get(bound.key)
         if kernel is None:
             kernel = self._compile(bound)
         if warmup:
             return kernel
+        try:
+            return self._launch_bound(kernel, bound, grid, fast)
+        except GPU_ERRORS as e:
+            raise self._fault(e, args, kwargs)
+
+    def _launch_bound(self, kernel: CompiledKernel, bound: Bound, grid, fast) -> CompiledKernel:
+        """Launch a bound call (remembering GPU launches for the warm path)."""
         where = self.where.get(bound.key)
         if fast is not None and where is not None:  # GPU launches: remember for the warm path
             launcher = kernel._launcher or kernel._get_launcher()
@@ -404,6 +438,31 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         """Compile for these arguments without launching; returns the CompiledKernel."""
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
+    def _fault(self, error: Exception, args: tuple, kwargs: dict) -> Exception:
+        """`error` (a GPU launch failed) with this launch's arguments, shapes and dtypes named."""
+        values = self.binder.values(args, kwargs) or [*args, *kwargs.values()]
+        names = [*self.binder.names, *kwargs][: len(values)]
+        described = ", ".join(f"{name}={describe_argument(value)}" for name, value in zip(names, values))
+        message = error.args[0] if error.args else str(error)
+        error.args = (f"{message}\n  the launch: {self.__name__}[grid]({described})", *error.args[1:])
+        return error
+
+    def _check_globals(self) -> None:
+        """Raise if a global the compiled code has baked in was rebound since: running the old
+        code would silently use the old value."""
+        for read in self._reads:
+            if read.changed():
+                now = read.current()
+                now = "deleted" if now is GONE else repr(now)
+                if isinstance(read.value, tl.KernelFunction):
+                    fix = f"define {self.__name__} again (re-run its cell) to compile it with the new one"
+                else:
+                    fix = f"pass {read.name} as an argument or a tl.constexpr parameter to vary it"
+                raise RuntimeError(
+                    f"{self.__name__}: global {read.name} changed since the kernel was compiled "
+                    f"(from {read.value!r} to {now}); kernels read globals once, at compile time: {fix}"
+                )
+
     def explain_key(self, *args, **kwargs):
         """The specialization key these arguments would launch with, part by part, and whether
         it is cached (runtime/cache_info.py); nothing is compiled or launched."""
@@ -418,6 +477,8 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         return cache_info(self)
 
     def _compile(self, bound: Bound) -> CompiledKernel:
+        if self._reads is None:  # before compiling: the values the compile reads
+            self._reads = tuple(global_reads(self))
         names = self.binder.names
         where = launch_device(bound.key[: len(names)], names)  # raises on mixed devices
         signature, constexprs, attrs = self.binder.compile_args(bound)

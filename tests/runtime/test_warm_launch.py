@@ -153,6 +153,7 @@ class FakeDriver:
             cuGetErrorString=lambda code: (_ for _ in ()).throw(RuntimeError("no driver")),
         )  # fmt: skip
         monkeypatch.setattr(driver, "_driver", lambda: raw)
+        monkeypatch.setattr(driver, "_lost", None)  # a fresh context: no fault seen yet
         monkeypatch.setattr(driver, "device_info", lambda index=0: self.info)
         monkeypatch.setattr(driver, "device_count", lambda: 1)
         monkeypatch.setattr(driver, "make_current", lambda index=0, force=False: self.made_current.append((index, force)))
@@ -242,7 +243,7 @@ def test_a_failed_warm_launch_raises_the_drivers_error(monkeypatch, fresh_add_ke
     fake.results = [700]  # CUDA_ERROR_ILLEGAL_ADDRESS
     with pytest.raises(driver.CudaError) as info:
         add_kernel[(1,)](x, y, out, 64, BLOCK=256)
-    assert info.value.sticky and "context is now unusable" in str(info.value)
+    assert info.value.sticky and "The CUDA context is lost" in str(info.value)
 
 
 @needs_cuda_python

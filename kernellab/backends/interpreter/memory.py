@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernellab.backends.arguments import ArgumentError, flat_buffer
 from kernellab.backends.interpreter.errors import OutOfBoundsError, describe_program
 
 REGION_BITS = 40
@@ -25,24 +26,45 @@ def base_address(arg_index: int) -> int:
 
 
 class Buffer:
-    """One pointer argument: its array's bytes and typed flat views of them."""
+    """One pointer argument: its array's bytes and typed flat views of them.
 
-    __slots__ = ("name", "array", "base", "nbytes", "_bytes", "_views")
+    A strided view (`x[::2]`, a column of a matrix) is passed as Triton passes it: its data
+    pointer, the kernel indexing memory with the view's strides. The buffer is then the span
+    from the view's first to its last element, and `members` marks which of the span's elements
+    belong to the view, so that touching one in between is reported like an out-of-bounds
+    access instead of silently reading or writing the parent array."""
+
+    __slots__ = ("name", "array", "base", "nbytes", "members", "_bytes", "_views")
 
     def __init__(self, name: str, array: np.ndarray, base: int):
         if not isinstance(array, np.ndarray):
             raise TypeError(
                 f"pointer argument '{name}' must be a numpy array, got {type(array).__name__}"
             )
-        if not (array.flags.c_contiguous or array.flags.f_contiguous):
-            raise ValueError(
-                f"pointer argument '{name}' is not contiguous (strides {array.strides}); "
-                f"pass np.ascontiguousarray({name}) instead"
-            )
-        self.name, self.array, self.base, self.nbytes = name, array, base, array.nbytes
-        flat = array.ravel(order="K")
+        self.members = None
+        if array.flags.c_contiguous or array.flags.f_contiguous:
+            flat = array.ravel(order="K")
+        else:
+            try:
+                flat = flat_buffer(array)
+            except ArgumentError as e:
+                raise ValueError(f"pointer argument '{name}': {e}") from None
+            if flat.size > array.size:  # elements of the parent array lie in between
+                steps = [np.arange(n) * (st // array.itemsize) for n, st in zip(array.shape, array.strides)]
+                self.members = np.zeros(flat.size, bool)
+                self.members[sum(np.ix_(*steps)).ravel()] = True
+        self.name, self.array, self.base, self.nbytes = name, array, base, flat.nbytes
         self._bytes = flat.view(np.uint8)
         self._views = {flat.dtype: flat}
+
+    def outside_view(self, byte_offsets: np.ndarray) -> np.ndarray:
+        """Which in-range byte offsets fall on an element the (strided) view does not contain."""
+        return ~self.members[byte_offsets // self.array.itemsize]
+
+    def describe_view(self) -> str:
+        item = self.array.itemsize
+        strides = tuple(st // item for st in self.array.strides)
+        return f"a strided view (shape {self.array.shape}, strides {strides} elements)"
 
     def view(self, dt: np.dtype) -> np.ndarray:
         """The buffer as a flat array of `dt` (pointer bitcasts read other types)."""
@@ -101,6 +123,10 @@ class Memory:
             idx = addr - buf.base
             if self.check_alignment and size > 1 and self._misaligned(idx, mask, size):
                 return self._slow(fr, site, addr, mask, dt)
+            if buf.members is not None:  # masked-off lanes' addresses may lie anywhere
+                outside = buf.outside_view(idx if mask is None else np.where(mask, idx, 0))
+                if (outside if mask is None else outside & mask).any():
+                    return self._slow(fr, site, addr, mask, dt)
             if size > 1:
                 np.right_shift(idx, size.bit_length() - 1, out=idx)
             return addr.shape, [(buf, idx, mask)]
@@ -125,6 +151,8 @@ class Memory:
                 continue
             off = addr - buf.base
             ok = lanes & (off >= 0) & (off + size <= buf.nbytes) & (off % size == 0)
+            if buf.members is not None:
+                ok &= ~buf.outside_view(np.where(ok, off, 0))
             valid |= ok
             groups.append((buf, np.where(ok, off // size, 0), ok))
         bad = active & ~valid
@@ -156,6 +184,13 @@ class Memory:
         off = a - buf.base
         if off % dt.itemsize:
             what = f"byte offset {off} is not a multiple of the {dt.itemsize}-byte element size"
+        elif buf.members is not None and 0 <= off < buf.nbytes and buf.outside_view(np.array(off)):
+            return OutOfBoundsError(
+                f"{head} argument '{buf.name}' in {at}: element offset {off // dt.itemsize} from its "
+                f"pointer is not an element of the array, which is {buf.describe_view()}; a kernel "
+                "gets a view's base pointer, as in Triton: index it with its strides (pass "
+                "x.stride(0)), or pass a contiguous copy"
+            )
         else:
             count = buf.nbytes // dt.itemsize
             what = f"element index {off // dt.itemsize} but the buffer has {count} elements of {dt}"

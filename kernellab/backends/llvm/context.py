@@ -268,8 +268,8 @@ class Lowering:
         t = self.thread_dim(lay, d)
         if c == 0:
             return t
-        if c & lay.dim_part(lay.thread_bits, d) == 0:
-            return self.b.or_(t, I32(c))
+        if c & lay.dim_part(lay.thread_bits, d) == 0:  # disjoint bits: an add (addressing.py)
+            return self.b.add(t, I32(c))
         return self.b.xor(t, I32(c))
 
     def flat_index(self, lay: Lay, r: int):
@@ -278,8 +278,8 @@ class Lowering:
         t = self.thread_flat(lay)
         if c == 0:
             return t
-        if c & lay.thread_bits == 0:
-            return self.b.or_(t, I32(c))
+        if c & lay.thread_bits == 0:  # disjoint bits: an add (addressing.py)
+            return self.b.add(t, I32(c))
         return self.b.xor(t, I32(c))
 
     def dup_predicate(self, lay: Lay | None, builder=None):

@@ -24,6 +24,7 @@ from kernellab.ir import math as xmath
 from xdsl.dialects.builtin import TensorType
 
 from kernellab.backends.llvm import transcendental
+from kernellab.backends.llvm.addressing import element_address
 from kernellab.backends.llvm.context import opaque
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.float_casts import fp_ext, fp_trunc
@@ -453,8 +454,8 @@ def _ptr_to_int(ctx, op):
 def _addptr(ctx, op):
     pointee = elem(op.ptr.type).pointee
     ety = mem_llty(pointee)
-    b = ctx.b
-    map_op(ctx, op, lambda p, off: b.gep(p, [off], source_etype=ety))
+    b, made = ctx.b, {}
+    map_op(ctx, op, lambda p, off: element_address(b, p, off, ety, made))
 
 
 def _fp_to_fp(ctx, op):

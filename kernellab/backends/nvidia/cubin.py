@@ -16,6 +16,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
+from kernellab.backends.nvidia.interruptible import run_interruptibly
 from kernellab.backends.nvidia.ptx import parse_arch
 from kernellab.passes.manager import PassOutcome
 
@@ -249,13 +250,15 @@ def make_cubin(ptx: str, options, name: str | None = None) -> tuple[bytes, dict]
     maxnreg = options.maxnreg
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     nj = _load_nvjitlink()
-    with _lock:
-        if nj is not None:
-            cubin, log = _link_nvjitlink(nj, data, link_options(arch, data.decode(errors="replace"), maxnreg))
-            linker = "nvjitlink {}.{}".format(*nj.version())
-        else:
-            cubin, log = _link_cuda_core(data, arch, maxnreg)
-            linker = "cuda.core"
+
+    def assemble():
+        with _lock:
+            if nj is not None:
+                options = link_options(arch, data.decode(errors="replace"), maxnreg)
+                return (*_link_nvjitlink(nj, data, options), "nvjitlink {}.{}".format(*nj.version()))
+            return (*_link_cuda_core(data, arch, maxnreg), "cuda.core")
+
+    cubin, log, linker = run_interruptibly(assemble)
     resources = parse_resources(log, name)
     resources["log"] = log
     resources["linker"] = linker

@@ -26,14 +26,15 @@ STICKY_ERRORS = {
 }  # fmt: skip
 
 _RESTART = (
-    "The CUDA context is now unusable: every later CUDA call in this process will fail. "
-    "Restart the process (in Jupyter: restart the kernel)."
+    "The CUDA context is lost: every later GPU call in this process fails. CPU work still runs "
+    "(kernels on numpy arrays or CPU tensors run on the interpreter; kl.compile works); for the "
+    "GPU, restart the process (in Jupyter: restart the kernel)."
 )
 
 ADVICE = {
     "CUDA_ERROR_ILLEGAL_ADDRESS": _RESTART + " A kernel read or wrote memory outside its "
-    "buffers: check the masks of tl.load/tl.store; running the kernel on numpy arrays (the "
-    "interpreter) names the offending line and program.",
+    "buffers: check the masks of tl.load/tl.store; rerun the launch on CPU copies of the "
+    "arrays (x.cpu(): the interpreter), which names the offending line and program.",
     "CUDA_ERROR_MISALIGNED_ADDRESS": _RESTART + " A kernel accessed memory at an address not "
     "aligned for the access width (e.g. a pointer offset that breaks 16-byte vector alignment).",
     "CUDA_ERROR_ASSERT": _RESTART + " A tl.device_assert failed on the GPU.",
@@ -55,6 +56,11 @@ ADVICE = {
 }
 for _name in STICKY_ERRORS:
     ADVICE.setdefault(_name, _RESTART)
+    ADVICE[_name] += (
+        " A fault is reported by the next CUDA call, which may come after the launch that "
+        "faulted: launch with debug=True (@kl.jit(debug=True)) to synchronize after every launch "
+        "and name the kernel that faults."
+    )
 
 
 class CudaError(RuntimeError):
@@ -100,7 +106,22 @@ def error(call: str, err) -> CudaError:
             description = s.decode() if isinstance(s, bytes) else str(s)
     except Exception:
         pass
-    return CudaError(call, code, name, description, ADVICE.get(name, ""))
+    advice = ADVICE.get(name, "")
+    global _lost
+    if name in STICKY_ERRORS:
+        if _lost is None:
+            _lost = f"{name} reported by {call}"
+        else:
+            advice = f"(It was lost earlier: {_lost}.) " + advice
+    return CudaError(call, code, name, description, advice)
+
+
+_lost: str | None = None  # the first error that poisoned the CUDA context
+
+
+def context_lost() -> str | None:
+    """What made the CUDA context unusable (None while it works): GPU faults are sticky."""
+    return _lost
 
 
 def call(name: str, *args):
@@ -312,5 +333,5 @@ __all__ = [
     "CudaError", "NoDriverError", "available", "init", "device_info", "DeviceInfo", "device_count",
     "primary_context", "make_current", "load_module", "get_function", "function_attribute",
     "set_function_attribute", "max_active_blocks", "synchronize", "visible_arch", "call", "error",
-    "raw_launch_function",
+    "raw_launch_function", "context_lost",
 ]  # fmt: skip

@@ -420,7 +420,10 @@ class CudaLauncher:
                     f"cuLaunchKernel({self.name})", e.code, e.name, "; ".join(reasons),
                     "Launch fewer programs per grid dimension (use the x dimension for large counts)",
                 )
-        e.args = (f"{self.name}: {e.args[0]}",)
+        if e.sticky and after:  # a synchronizing (debug) launch: this kernel is the one
+            e.args = (f"{self.name} faulted on the GPU: {e.args[0]}",)
+        else:
+            e.args = (f"{self.name}: {e.args[0]}",)
         return e
 
 

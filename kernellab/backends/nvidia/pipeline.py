@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.nvidia.cubin import PTXAS, PtxAssembly
+from kernellab.backends.nvidia.interruptible import run_interruptibly
 from kernellab.backends.nvidia.limits import DEVICE_LIMITS
 from kernellab.backends.nvidia.ptx import (
     EMIT_PTX,
@@ -126,8 +127,12 @@ def make_ptx(llir: str, options=None, trace: bool = True) -> tuple[str, list[Pas
     LLVM errors become PTXGenerationError (wrapped in the PassError that names the pass)."""
     artifact = LlvmModule(llir, options_arch(options))
     manager = PassManager(LLVM_PASSES, trace=trace, printer=LlvmModule.print, verifier=None)
-    with llvm_lock:
-        records = manager.run(artifact, text_before=llir)
+
+    def run():
+        with llvm_lock:
+            return manager.run(artifact, text_before=llir)
+
+    records = run_interruptibly(run)
     return artifact.ptx, records
 
 

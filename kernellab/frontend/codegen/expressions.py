@@ -46,6 +46,12 @@ _ALLOWED_GLOBAL_TYPES = (
     types.FunctionType, types.MethodType,
 )  # fmt: skip
 
+def _is_user_namespace(value: Any) -> bool:
+    """A class of the user's code (kernellab's own are covered by the compile cache's
+    toolchain fingerprint): its attributes are globals a kernel may read."""
+    return isinstance(value, type) and not value.__module__.startswith("kernellab")
+
+
 _COMPILE_TIME_BUILTINS = (len, isinstance, getattr, int, float, bool, abs, tuple)
 _PYTHON_BUILTINS = {
     f.__name__: f for f in (builtins.range, builtins.min, builtins.max, builtins.print,
@@ -235,6 +241,8 @@ class ExpressionVisitor(VisitorBase):
                     f"{ast.unparse(node)} does not exist: {base.__name__} has no {attr!r}{hint}"
                 )
             return self._global_value(ast.unparse(node), getattr(base, attr))
+        if _is_user_namespace(base):  # `Cfg.SCALE`: a constant read through a class
+            return self._global_value(ast.unparse(node), getattr(base, attr))
         return const(getattr(unwrap(base), attr))
 
     def _tensor_attribute(self, x: tl.tensor, attr: str) -> Any:
@@ -396,6 +404,8 @@ class ExpressionVisitor(VisitorBase):
                 f"{function.__name__} is a plain Python function and cannot be called from a "
                 f"kernel; decorate it with @kl.jit"
             )
+        if function is getattr or isinstance(function, types.MethodType):
+            self._refuse_hidden_read(node, function, args)
         if function is isinstance:  # inspects Python objects, runtime values included
             return const(isinstance(*map(unwrap, args)))
         if any(function is f for f in _COMPILE_TIME_BUILTINS) or isinstance(
@@ -412,6 +422,18 @@ class ExpressionVisitor(VisitorBase):
         raise SemanticError(
             f"{ast.unparse(node.func)} is {describe(function)}, which cannot be called in a kernel"
         )
+
+    def _refuse_hidden_read(self, node: ast.Call, function: Any, args: list) -> None:
+        """`getattr(Cfg, name)` and `Cfg.method()` read globals in a way the compile cache's key
+        can't follow (it follows the attribute chains written in the source): refused."""
+        owner = function.__self__ if isinstance(function, types.MethodType) else unwrap(args[0]) if args else None
+        user_module = isinstance(owner, types.ModuleType) and not owner.__name__.startswith("kernellab")
+        if _is_user_namespace(owner) or user_module:
+            raise SemanticError(
+                f"{ast.unparse(node)} reads a global at compile time in a way the compile cache "
+                "can't see; write the attribute out (Cfg.SCALE), or pass the value as an argument "
+                "or a tl.constexpr"
+            )
 
     def _call_builtin(self, builtin, args: list, kwargs: dict, node: ast.Call) -> Any:
         name = builtin.__kernellab_builtin__

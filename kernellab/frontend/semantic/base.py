@@ -211,6 +211,12 @@ class SemanticBase:
     # ------------------------------------------------------------------------ emission
 
     def _emit(self, op, ty: tl.dtype) -> tl.tensor:
+        if isinstance(ty, tl.block_type) and ty.numel > TRITON_MAX_TENSOR_NUMEL:
+            # the one check every op's result passes: broadcasts, joins and dots grow tensors too
+            raise SemanticError(
+                f"this makes a tensor of shape {tuple(ty.shape)} ({ty.numel} elements), more than "
+                f"the limit of {TRITON_MAX_TENSOR_NUMEL} (2**20); use smaller blocks"
+            )
         return self.builder.value(op, ty)
 
     def _like(self, x: tl.tensor, elem: tl.dtype) -> tl.dtype:

@@ -72,6 +72,7 @@ class FakeDriver:
             cuGetErrorString=lambda code: (_ for _ in ()).throw(RuntimeError("no driver")),
         )  # fmt: skip
         monkeypatch.setattr(driver, "_driver", lambda: raw)
+        monkeypatch.setattr(driver, "_lost", None)  # a fresh context: no fault seen yet
         monkeypatch.setattr(driver, "device_info", lambda index=0: fake.info)
         monkeypatch.setattr(driver, "make_current", lambda index=0: None)
         monkeypatch.setattr(driver, "load_module", lambda cubin, index=0: fake.loaded.append(cubin) or "module")
@@ -228,7 +229,7 @@ def test_illegal_address_reported_at_launch_says_to_restart(monkeypatch, add_ck)
     assert error.sticky and error.name == "CUDA_ERROR_ILLEGAL_ADDRESS"
     message = str(error)
     assert message.startswith("add_kernel: cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)")
-    assert "context is now unusable" in message and "restart the kernel" in message
+    assert "The CUDA context is lost" in message and "restart the kernel" in message
 
 
 def test_grid_too_large_is_refused_before_the_driver(monkeypatch, add_ck):

@@ -1,0 +1,124 @@
+"""Ctrl-C during a long compile (issue 14, item 7): a real SIGINT sent while ptxas works on a
+big block stops the compile within a second, leaves no cache entry, and the process compiles
+normally afterwards (a script here; a Jupyter kernel gets the same SIGINT)."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from kernellab.backends.nvidia import cubin
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CHILD = """
+import sys, time
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.nvidia import cubin
+from kernellab.compiler import cache
+
+native = cubin._link_nvjitlink
+
+
+def announced(*args):  # says when ptxas starts, from inside the native step
+    print("native", flush=True)
+    return native(*args)
+
+
+cubin._link_nvjitlink = announced
+
+
+@kl.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+big = dict(signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 2**16}, target="sm_90")
+try:
+    kl.compile(add, **big)
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+cubin._link_nvjitlink = native
+small = kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 256}, target="sm_90")
+print("recovered", small.asm["cubin"][:4].hex(), flush=True)
+"""
+
+
+@pytest.mark.skipif(cubin._load_nvjitlink() is None, reason="needs nvJitLink (ptxas)")
+def test_sigint_during_ptxas_stops_the_compile_within_a_second(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(CHILD))
+    cache_dir = tmp_path / "cache"
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(cache_dir), "PYTHONPATH": REPO}
+    env.pop("KERNELLAB_ALWAYS_COMPILE", None)
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)  # fmt: skip
+    try:
+        assert child.stdout.readline().strip() == "native"
+        time.sleep(0.2)
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.readline().strip()
+        acted = time.perf_counter() - sent
+        rest, err = child.communicate(timeout=300)
+    finally:
+        child.kill()
+    assert line == "interrupted", err
+    assert acted < 1.0, f"Ctrl-C took {acted:.1f} s to act"
+    assert rest.startswith("recovered 7f454c46"), err  # an ELF cubin: the process compiles again
+    entries = [p for p in cache_dir.rglob("metadata.json")]
+    assert len(entries) == 1  # the small kernel's; the interrupted compile left none
+
+
+JUPYTER_CELL = CHILD.split("big = dict(")[0] + """
+import time
+try:
+    kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 2**16}, target="sm_90")
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted at", time.perf_counter(), flush=True)  # one clock for all processes
+    raise
+finally:
+    cubin._link_nvjitlink = native
+"""
+
+
+@pytest.mark.skipif(cubin._load_nvjitlink() is None, reason="needs nvJitLink (ptxas)")
+def test_interrupting_a_jupyter_kernel_stops_the_compile_within_a_second(tmp_path):
+    """What the notebook's stop button does: the kernel gets SIGINT, the cell ends with
+    KeyboardInterrupt, and the kernel runs the next cell."""
+    manager = pytest.importorskip("jupyter_client.manager")
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
+    km, kc = manager.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
+    try:
+        msg_id = kc.execute(textwrap.dedent(JUPYTER_CELL))
+
+        def output(word: str) -> str:
+            while True:
+                msg = kc.get_iopub_msg(timeout=300)
+                if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+                    if word in msg["content"]["text"]:
+                        return msg["content"]["text"]
+
+        output("native")  # ptxas has started
+        time.sleep(0.2)
+        sent = time.perf_counter()
+        km.interrupt_kernel()
+        acted = float(output("interrupted at").split()[-1]) - sent
+        reply = kc.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kc.get_shell_msg(timeout=60)
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        assert acted < 1.0, f"the interrupt took {acted:.1f} s to act"
+        after = kc.execute_interactive("print(1 + 1)", timeout=120)
+        assert after["content"]["status"] == "ok"  # the kernel is usable
+    finally:
+        km.shutdown_kernel(now=True)
