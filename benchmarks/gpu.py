@@ -77,6 +77,7 @@ ATTENTION_BATCH, ATTENTION_HEADS, ATTENTION_SEQS = 4, 32, [1024, 4096, 16384]
 # (M, N, K, dtype): square fp16/bf16, the skinny shape, tf32 at 4096
 MATMUL_CASES = [(n, n, n, dt) for dt in ("fp16", "bf16") for n in (1024, 2048, 4096, 8192)]
 MATMUL_CASES += [(16, 8192, 8192, "fp16"), (16, 8192, 8192, "bf16"), (4096, 4096, 4096, "tf32")]
+MATMUL_CASES += [(4096, 4096, 4096, "fp8"), (8192, 8192, 8192, "fp8")]
 # Triton's tutorial 03 CUDA configs: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps)
 MATMUL_CONFIGS = [
     (128, 256, 64, 8, 3, 8), (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4),
@@ -96,8 +97,8 @@ def use_matmul_cases(text: str) -> None:
     for item in text.split(","):
         shape, _, dtype = item.strip().partition(":")
         m, n, k = (int(v) for v in shape.split("x"))
-        if dtype not in ("fp16", "bf16", "tf32"):
-            raise SystemExit(f"--matmul-cases: dtype {dtype!r} is not fp16, bf16 or tf32")
+        if dtype not in ("fp16", "bf16", "tf32", "fp8"):
+            raise SystemExit(f"--matmul-cases: dtype {dtype!r} is not fp16, bf16, tf32 or fp8")
         cases.append((m, n, k, dtype))
     MATMUL_CASES = cases
 
@@ -596,7 +597,7 @@ def softmax_persistent_case(results, torch, timer, n_cols):
     guarded(results, "softmax persistent", case, "triton", "GB/s", triton_run)
 
 
-MATMUL_TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2, "tf32": 2e-3}  # ‖C - ref‖ / ‖ref‖, fp16 output
+MATMUL_TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2, "tf32": 2e-3, "fp8": 2e-3}  # ‖C - ref‖ / ‖ref‖, fp16 output
 
 
 def tflops(m, n, k, ms: float) -> float:
@@ -612,9 +613,13 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
     """One shape: each compiler autotuned over MATMUL_CONFIGS (the fastest correct config
     wins), cuBLAS through torch.matmul (tf32 allowed for the tf32 case)."""
     case = f"{m}x{n}x{k} {dtype}"
-    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
-    a = torch.randn(m, k, device="cuda").to(torch_dtype)
-    b = torch.randn(k, n, device="cuda").to(torch_dtype)
+    if dtype == "fp8":  # e4m3, B column-major (both operands K-major, as fp8 tensor cores read them)
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()
+    else:
+        torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
+        a = torch.randn(m, k, device="cuda").to(torch_dtype)
+        b = torch.randn(k, n, device="cuda").to(torch_dtype)
     ref = a.double() @ b.double()
 
     def launch(kernel, c, config):
@@ -648,6 +653,10 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
         return tflops(m, n, k, ms), note, {"median_ms": ms, "config": config, "skipped": notes, **st}
 
     def torch_run():
+        if dtype == "fp8":  # cuBLAS fp8 through torch._scaled_mm (unit scales, fp16 out)
+            one = torch.ones((), device="cuda")
+            ms, st = timer.median_ms(lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.float16))
+            return tflops(m, n, k, ms), "torch._scaled_mm", {"median_ms": ms, **st}
         torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
         ms, st = timer.median_ms(lambda: torch.matmul(a, b))
         return tflops(m, n, k, ms), "", {"median_ms": ms, **st}

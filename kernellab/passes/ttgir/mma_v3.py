@@ -1,11 +1,12 @@
 """MMA v3 (Hopper's wgmma) for accelerate_matmul: which dots qualify and how they are rewritten.
 
-A dot qualifies on sm_90 when its operands are fp16 or bf16 into fp32, it is 2-D, the kernel has
-a multiple of 4 warps, and the tile fills whole wgmma instructions: each warp group (4
-consecutive warps) computes 64 rows, so M is a multiple of 16 x the warps along M, and the
-instruction's N (the tile's N over the warps along N, at most 256) is a multiple of 8; K is a
-multiple of 16 and each operand's contiguous dim spans at least 32 bytes (the narrowest
-swizzle). warpsPerCTA puts warps along M first (as many as M holds, in fours), the rest along N.
+A dot qualifies on sm_90a when its operands are fp16 or bf16 (or fp8 e4m3/e5m2, which wgmma
+reads K-major only: A row-major, B column-major) into fp32, it is 2-D, the kernel has a multiple
+of 4 warps, and the tile fills whole wgmma instructions: each warp group (4 consecutive warps)
+computes 64 rows, so M is a multiple of 16 x the warps along M, and the instruction's N (the
+tile's N over the warps along N, at most 256) is a multiple of 8; K is a multiple of the
+instruction's K (16 for 16-bit operands, 32 for fp8) and each operand's contiguous dim spans at
+least 32 bytes (the narrowest swizzle). warpsPerCTA puts warps along M first (as many as M holds, in fours), the rest along N.
 
 The rewrite stages both operands into shared memory as they come from their loads
 (`ttg.local_alloc` into a #ttg.nvmma_shared layout: the contiguous dim of the load stays
@@ -17,13 +18,20 @@ read the buffers through descriptors; no operand passes through registers.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+)
 from xdsl.ir import SSAValue
 
 from kernellab.ir import tt, ttg, ttng
 
-INSTR_K = 16
 MAX_INSTR_N = 256
+HALF = (Float16Type, BFloat16Type)
+FP8 = (Float8E4M3FNType, Float8E5M2Type)
 SWIZZLES = (128, 64, 32)
 
 
@@ -31,8 +39,12 @@ def why_not(op: tt.DotOp, num_warps: int) -> str:
     """Why `op` has no wgmma form ("" when it has one)."""
     a_t, b_t, d_t = op.a.type, op.b.type, op.d.type
     a_elem, b_elem = a_t.element_type, b_t.element_type
-    if not isinstance(a_elem, (Float16Type, BFloat16Type)) or type(a_elem) is not type(b_elem):
-        return f"wgmma here takes fp16 or bf16 operands, not {a_elem} and {b_elem}"
+    half = isinstance(a_elem, HALF) and type(a_elem) is type(b_elem)
+    fp8 = isinstance(a_elem, FP8) and isinstance(b_elem, FP8)
+    if not (half or fp8):
+        return f"wgmma here takes fp16, bf16 or fp8 operands, not {a_elem} and {b_elem}"
+    if fp8 and (_contiguous_dim(_unconverted(op.a)) != 1 or _contiguous_dim(_unconverted(op.b)) != 0):
+        return "fp8 wgmma reads both operands K-major (A row-major, B column-major)"
     if not isinstance(d_t.element_type, Float32Type):
         return f"wgmma here accumulates in fp32, not {d_t.element_type}"
     if len(d_t.get_shape()) != 2:
@@ -42,8 +54,9 @@ def why_not(op: tt.DotOp, num_warps: int) -> str:
     m, n = d_t.get_shape()
     k = a_t.get_shape()[-1]
     wm, wn = warps_per_tile(m, n, num_warps)
-    if m % (16 * wm) or n % (8 * wn) or k % INSTR_K:
-        return f"the {m}x{n}x{k} tile does not fill m64nNk16 instructions with {num_warps} warps"
+    instr_k = instruction_k(a_elem)
+    if m % (16 * wm) or n % (8 * wn) or k % instr_k:
+        return f"the {m}x{n}x{k} tile does not fill m64nNk{instr_k} instructions with {num_warps} warps"
     for value in (op.a, op.b):
         if _swizzle(_unconverted(value)) is None:
             return "an operand's contiguous dim spans less than 32 bytes"
@@ -58,6 +71,11 @@ def warps_per_tile(m: int, n: int, num_warps: int) -> tuple[int, int]:
     return wm, num_warps // wm
 
 
+def instruction_k(elem) -> int:
+    """K of one wgmma: 32 bytes of the operands' element type."""
+    return 256 // elem.bitwidth
+
+
 def instr_n(n: int, wn: int) -> int:
     return min(MAX_INSTR_N, n // wn)
 
@@ -67,7 +85,8 @@ def to_warp_group_dot(op: tt.DotOp, num_warps: int) -> list:
     converts its result back to the old layout)."""
     m, n = op.d.type.get_shape()
     wm, wn = warps_per_tile(m, n, num_warps)
-    mma = ttg.NvidiaMmaEncodingAttr(3, 0, [wm, wn], [16, instr_n(n, wn), INSTR_K])
+    k = instruction_k(op.a.type.element_type)
+    mma = ttg.NvidiaMmaEncodingAttr(3, 0, [wm, wn], [16, instr_n(n, wn), k])
     allocs = [ttg.LocalAllocOp(_nvmma_memdesc(_unconverted(v)), _unconverted(v)) for v in (op.a, op.b)]
     return allocs, mma
 

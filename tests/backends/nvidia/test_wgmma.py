@@ -70,3 +70,20 @@ def test_nvmma_layout_cuts_the_contiguous_dim_into_swizzle_wide_panels():
     assert [bases[i] for i in range(6)] == [(0, 1), (0, 2), (0, 4), (0, 8), (0, 16), (0, 32)]
     assert bases[6] == (1, 8) and bases[8] == (4, 32) and bases[9] == (8, 0)
     assert bases[12] == (0, 64)  # after all 64 rows of the first panel
+
+
+def test_fp8_dots_with_k_major_operands_run_on_wgmma_k32():
+    signature = "*fp8e4nv,*fp8e5,*fp16,i32,i32,i32,i32,i32,i32"
+    attrs = {n: ALIGNED for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am",
+                                  "stride_bn", "stride_cm")}  # fmt: skip
+    constexprs = dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=128, GROUP_SIZE_M=8,
+                      ACTIVATION="", stride_ak=1, stride_bk=1, stride_cn=1)  # fmt: skip
+    ck = kl.compile(matmul_kernel, signature=signature, constexprs=constexprs, attrs=attrs,
+                    target="sm_90a", num_warps=4, num_stages=3)  # fmt: skip
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2" in ck.asm["ptx"]
+    assert "instrShape = [16, 128, 32]" in ck.asm["ttgir"]
+
+
+def test_fp8_with_a_row_major_b_stays_on_mma_sync_and_says_why():
+    ck = compile_matmul(128, 128, 64, 4, 3, signature="*fp8e4nv,*fp8e4nv,*fp16,i32,i32,i32,i32,i32,i32")
+    assert "mma.sync.aligned.m16n8k32" in ck.asm["ptx"] and "wgmma" not in ck.asm["ptx"]

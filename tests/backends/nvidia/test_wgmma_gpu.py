@@ -58,3 +58,32 @@ def test_wgmma_matmul_matches_float64(torch, config, dtype, a_major, b_major):
     assert not bad.any(), (f"{int(bad.sum())} of {bad.size} off; first at "
                            f"{tuple(np.argwhere(bad)[0])}: {got[tuple(np.argwhere(bad)[0])]} vs "
                            f"{ref[tuple(np.argwhere(bad)[0])]}")  # fmt: skip
+
+
+@pytest.mark.parametrize("config", [(128, 256, 128, 8, 3), (128, 128, 64, 4, 4), (64, 64, 32, 4, 3)],
+                         ids=lambda c: "x".join(map(str, c)))  # fmt: skip
+@pytest.mark.parametrize("a_dtype, b_dtype", [("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2"),
+                                              ("float8_e4m3fn", "float8_e5m2")])  # fmt: skip
+def test_fp8_wgmma_matmul_matches_float64(torch, config, a_dtype, b_dtype):
+    """fp8 operands (both K-major: B column-major, as wgmma requires). Hopper's fp8 tensor cores
+    add into the accumulator with fewer significant bits than fp32 (about 13, which is why
+    Triton has max_num_imprecise_acc), so each of the K/32 instructions may round the partial
+    sum by 2^-13 of it: the bound is (K/32) 2^-13 sum|a||b|, then fp16 output rounding."""
+    bm, bn, bk, warps, stages = config
+    M, N, K = 256, 256, 4 * bk
+    a = torch.randn(M, K, device="cuda").to(getattr(torch, a_dtype))
+    b = torch.randn(N, K, device="cuda").to(getattr(torch, b_dtype)).t()  # K x N, column-major
+    c = torch.full((M, N), float("nan"), dtype=torch.float16, device="cuda")
+    grid = (kl.cdiv(M, bm) * kl.cdiv(N, bn),)
+    compiled = matmul_kernel[grid](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        c.stride(1), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+        ACTIVATION="", num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    assert "k32.f32.e" in compiled.asm["ptx"]
+    a64 = a.float().cpu().numpy().astype(np.float64)
+    b64 = b.float().cpu().numpy().astype(np.float64)
+    ref = a64 @ b64
+    bound = (K // 32) * 2.0**-13 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
+    assert np.all(np.abs(c.float().cpu().numpy() - ref) <= bound)

@@ -2,10 +2,11 @@
 shared memory through matrix descriptors (sm_90a).
 
 Each warp group (4 consecutive warps) computes 64 rows of the tile per instruction
-`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}`: the accumulator's MMA v3 layout gives
+`wgmma.mma_async.sync.aligned.m64nNkK.f32.{f16,bf16,e4m3,e5m2}` (K: 32 bytes of
+operand, 16 or 32 elements): the accumulator's MMA v3 layout gives
 every warp 16 rows, and instruction register i of a thread holds row 8*((i >> 1) & 1) and
 column (i & 1) + 8*(i >> 2) of the thread's part (the layout's register bases say which
-accumulator register that is). A K step of 16 issues one instruction per 64-row repeat and per
+accumulator register that is). Each K step issues one instruction per 64-row repeat and per
 N repeat; the steps run between `wgmma.fence` and one `commit_group`, then `wait_group 0`, or,
 for an asynchronous dot, nothing: a `ttng.warp_group_dot_wait` later waits (wait_group N with
 the accumulator's registers passed through it, so nothing reads them earlier).
@@ -27,7 +28,7 @@ barrier.
 from __future__ import annotations
 
 import llvmlite.ir as ir
-from xdsl.dialects.builtin import BFloat16Type
+from xdsl.dialects.builtin import BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type
 
 from kernellab.backends.llvm.layout import _log2
 from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval
@@ -35,7 +36,7 @@ from kernellab.backends.llvm.types import F32, I32, I64, TV
 from kernellab.ir import ttg, ttng
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
-INSTR_M, INSTR_K = 64, 16
+_KINDS = {Float16Type: "f16", BFloat16Type: "bf16", Float8E4M3FNType: "e4m3", Float8E5M2Type: "e5m2"}
 FENCE_ASYNC_PROXY = "fence.proxy.async.shared::cta;"
 
 
@@ -43,7 +44,7 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     b = ctx.b
     mma = ttg.encoding_of(op.d.type)
     wm, wn = mma.warps_per_cta
-    n_instr = mma.instr_shape[1]
+    n_instr, k_instr = mma.instr_shape[1], mma.instr_shape[2]
     m, n = op.d.type.get_shape()
     k = op.a.type.get_shape()[1]
     lay = ctx.lay(op.d.type)
@@ -58,14 +59,14 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     warp_col = b.mul(b.lshr(ctx.warp, I32(_log2(wm))), I32(n_instr))
     a_desc = _Descriptor(ctx, op.a, k_dim=1)
     b_desc = _Descriptor(ctx, op.b, k_dim=0)
-    kind = "bf16" if isinstance(op.a.type.element_type, BFloat16Type) else "f16"
-    text = _instruction_text(n_instr, kind, a_desc.transposed, b_desc.transposed)
+    kinds = [_KINDS[type(v.type.element_type)] for v in (op.a, op.b)]
+    text = _instruction_text(n_instr, k_instr, kinds, a_desc.transposed, b_desc.transposed)
     count = n_instr // 2
     constraints = ",".join(["=f"] * count + ["l", "l"] + [str(i) for i in range(count)])
     result_type = ir.LiteralStructType([F32] * count)
 
     ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
-    for kk in range(0, k, INSTR_K):
+    for kk in range(0, k, k_instr):
         for m_rep in range(0, m, 16 * wm):
             rows = b.add(group_row, I32(m_rep))
             for n_rep in range(0, n, n_instr * wn):
@@ -98,13 +99,15 @@ def _wait(ctx, regs: list, pendings: int) -> list:
     return [ctx.b.extract_value(out, i) for i in range(count)]
 
 
-def _instruction_text(n_instr: int, kind: str, trans_a: bool, trans_b: bool) -> str:
+def _instruction_text(n_instr: int, k_instr: int, kinds, trans_a: bool, trans_b: bool) -> str:
+    """16-bit operands take the transpose immediates; fp8 ones are K-major only and take none."""
     count = n_instr // 2
     outs = ",".join(f"${i}" for i in range(count))
+    transposes = "" if "e4m3" in kinds or "e5m2" in kinds else f", {int(trans_a)}, {int(trans_b)}"
     return (
         "{ .reg .pred p; setp.eq.u32 p, 1, 1; "
-        f"wgmma.mma_async.sync.aligned.m64n{n_instr}k16.f32.{kind}.{kind} "
-        f"{{{outs}}}, ${count}, ${count + 1}, p, 1, 1, {int(trans_a)}, {int(trans_b)}; }}"
+        f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k_instr}.f32.{kinds[0]}.{kinds[1]} "
+        f"{{{outs}}}, ${count}, ${count + 1}, p, 1, 1{transposes}; }}"
     )
 
 
