@@ -119,7 +119,8 @@ print("RESULT " + json.dumps({"fault": fault, "next": next_launch, "lost": drive
 def _child(tmp_path, which: str, debug: bool) -> dict:
     script = tmp_path / "fault.py"
     script.write_text(textwrap.dedent(CHILD).replace("DEBUG", str(debug)))
-    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH", "")) if p)  # xdsl may come from it
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": path}
     out = subprocess.run([sys.executable, str(script), which], capture_output=True, text=True, env=env, timeout=600)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, out.stderr[-3000:]

@@ -178,7 +178,7 @@ def test_an_illegal_address_says_the_context_is_lost():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert "ERROR:" in run.stdout, run.stdout + run.stderr
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in run.stdout
-    assert "context is now unusable" in run.stdout and "restart" in run.stdout
+    assert "context is lost" in run.stdout and "restart" in run.stdout
     assert "STICKY: True" in run.stdout
 
 
