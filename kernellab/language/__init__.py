@@ -1,7 +1,7 @@
 """`kernellab.language` (import as `tl`): the block language, with `triton.language`'s names.
 
 Types and values come from `core`, compiler builtins from `builtins`, and functions written in
-the language itself from `standard` and `random`. No IR is imported here.
+the language itself from `standard`, `sorting` and `random`. No IR is imported here.
 """
 
 from kernellab.language import math
@@ -117,7 +117,18 @@ from kernellab.language.random import (
     randn4x,
     uint_to_uniform_float,
 )
-from kernellab.language.standard import cdiv, ravel, sigmoid, softmax, swizzle2d, zeros_like
+from kernellab.language.sorting import flip, sort, topk
+from kernellab.language.standard import (
+    cdiv,
+    gather,
+    histogram,
+    interleave,
+    ravel,
+    sigmoid,
+    softmax,
+    swizzle2d,
+    zeros_like,
+)
 
 __all__ = [
     "TRITON_MAX_TENSOR_NUMEL",
@@ -160,6 +171,7 @@ __all__ = [
     "exp2",
     "expand_dims",
     "fdiv",
+    "flip",
     "float8e4nv",
     "float8e5",
     "float16",
@@ -168,11 +180,14 @@ __all__ = [
     "floor",
     "fma",
     "full",
+    "gather",
+    "histogram",
     "int1",
     "int8",
     "int16",
     "int32",
     "int64",
+    "interleave",
     "join",
     "load",
     "log",
@@ -207,6 +222,7 @@ __all__ = [
     "sigmoid",
     "sin",
     "softmax",
+    "sort",
     "split",
     "sqrt",
     "sqrt_rn",
@@ -220,6 +236,7 @@ __all__ = [
     "tensor",
     "to",
     "to_tensor",
+    "topk",
     "trans",
     "uint8",
     "uint16",
