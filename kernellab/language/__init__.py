@@ -7,6 +7,7 @@ the language itself from `standard`, `sorting` and `random`. No IR is imported h
 from kernellab.language import math
 from kernellab.language.builtins import (
     TRITON_MAX_TENSOR_NUMEL,
+    advance,
     PropagateNan,
     abs,
     arange,
@@ -45,6 +46,9 @@ from kernellab.language.builtins import (
     full,
     join,
     load,
+    load_tensor_descriptor,
+    make_block_ptr,
+    make_tensor_descriptor,
     log,
     log2,
     max,
@@ -69,6 +73,7 @@ from kernellab.language.builtins import (
     static_print,
     static_range,
     store,
+    store_tensor_descriptor,
     sum,
     to,
     to_tensor,
@@ -132,6 +137,7 @@ from kernellab.language.standard import (
 
 __all__ = [
     "TRITON_MAX_TENSOR_NUMEL",
+    "advance",
     "KernelFunction",
     "PropagateNan",
     "abs",
@@ -190,6 +196,9 @@ __all__ = [
     "interleave",
     "join",
     "load",
+    "load_tensor_descriptor",
+    "make_block_ptr",
+    "make_tensor_descriptor",
     "log",
     "log2",
     "math",
@@ -230,6 +239,7 @@ __all__ = [
     "static_print",
     "static_range",
     "store",
+    "store_tensor_descriptor",
     "sum",
     "str_to_ty",
     "swizzle2d",

@@ -28,6 +28,7 @@ from kernellab.frontend.errors import (
     SemanticError,
     UnsupportedLanguageConstruct,
 )
+from kernellab.frontend.semantic.tiles import TensorDescriptor
 from kernellab.frontend.values import (
     bind_to_builtin,
     const,
@@ -55,9 +56,10 @@ _PYTHON_BUILTINS = {
 
 @dataclass
 class _BoundMethod:
-    """`x.sum` before the call: a `tl` function with the tensor as its first argument."""
+    """`x.sum` (or `desc.load`) before the call: a `tl` function with the tensor (or the
+    descriptor) as its first argument."""
 
-    tensor: tl.tensor
+    tensor: Any
     function: Any
 
 
@@ -226,6 +228,8 @@ class ExpressionVisitor(VisitorBase):
         attr = node.attr
         if isinstance(base, tl.tensor):
             return self._tensor_attribute(base, attr)
+        if isinstance(base, TensorDescriptor) and attr in TensorDescriptor.METHODS:
+            return _BoundMethod(base, getattr(language, TensorDescriptor.METHODS[attr]))
         if isinstance(base, types.ModuleType):
             if not hasattr(base, attr):
                 public = [n for n in dir(base) if not n.startswith("_")]

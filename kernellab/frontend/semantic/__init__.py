@@ -20,9 +20,12 @@ from kernellab.frontend.semantic.dot import DotMixin
 from kernellab.frontend.semantic.memory import MemoryMixin
 from kernellab.frontend.semantic.reductions import ReductionMixin
 from kernellab.frontend.semantic.shapes import ShapeMixin
+from kernellab.frontend.semantic.tiles import TileMixin
 
 
-class Semantic(ArithmeticMixin, ShapeMixin, MemoryMixin, ReductionMixin, DotMixin, DebugMixin):
+class Semantic(
+    ArithmeticMixin, ShapeMixin, MemoryMixin, TileMixin, ReductionMixin, DotMixin, DebugMixin
+):
     """Builds IR for builtins and operators with Triton's typing rules.
 
     `Semantic(builder, call_function)`: `call_function(fn, args, kwargs)` comes from the visitor
