@@ -35,6 +35,7 @@ from kernellab.backends.arguments import (
     specialize,
 )
 from kernellab.backends.options import OPTION_NAMES
+from kernellab.runtime.argument_trees import flatten_argument, is_structured
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.language import core as tl
 from kernellab.language.signature import Signature
@@ -124,6 +125,9 @@ class Binder:
                     value = values[i] = value.value
                 key.append(self._constexpr_key(i, value))
                 continue
+            if is_structured(value):  # a tuple or descriptor: one key entry per leaf
+                key.append(self._structured_key(i, value, runtime))
+                continue
             handler = handlers.get(type(value))
             try:
                 if handler is None:
@@ -138,6 +142,33 @@ class Binder:
         if options:
             key.append(tuple(sorted(options.items())))
         return Bound(tuple(key), runtime, values, options)
+
+    def _structured_key(self, i: int, value, runtime: list) -> tuple:
+        """("tree", its ArgumentTree, each leaf's key) for a structured argument; the leaves'
+        runtime values go to `runtime`."""
+        tree, leaves = flatten_argument(value)
+        keys = []
+        for path, leaf in zip(tree.leaf_paths(self.names[i]), leaves):
+            try:
+                k, r = specialize(leaf, self.specialize[i], self.align[i])
+            except ArgumentError as e:
+                raise ArgumentError(f"{self.fn_name}: argument {path!r}: {e}") from None
+            keys.append(k)
+            if k[0] != "constexpr":
+                runtime.append(r)
+        return ("tree", tree, tuple(keys))
+
+    def flat_keys(self, bound: Bound) -> tuple[list, list]:
+        """(key, name) of every argument, a structured argument's leaves one by one."""
+        keys, names = [], []
+        for name, k in zip(self.names, bound.key):
+            if k[0] == "tree":
+                keys.extend(k[2])
+                names.extend(k[1].leaf_paths(name))
+            else:
+                keys.append(k)
+                names.append(name)
+        return keys, names
 
     def fast(self, args: tuple, kwargs: dict):
         """The warm path's binding: `(key, runtime args)`, or None when an argument needs the
@@ -294,6 +325,15 @@ class Binder:
         for name, k, value, const in zip(self.names, bound.key, bound.values, self.is_constexpr):
             if const:
                 constexprs[name] = value
+            elif k[0] == "tree":  # the tree, then its leaves as if they were parameters
+                constexprs[name] = k[1]
+                for path, leaf in zip(k[1].leaf_paths(name), k[2]):
+                    if leaf[0] == "constexpr":
+                        constexprs[path] = leaf[1]
+                    else:
+                        signature.append((path, leaf[0]))
+                        if leaf[1]:
+                            attrs[path] = {"tt.divisibility": 16}
             elif k[0] == "constexpr":
                 constexprs[name] = k[1]
             else:
@@ -390,8 +430,7 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
     def _compile(self, bound: Bound) -> CompiledKernel:
-        names = self.binder.names
-        where = launch_device(bound.key[: len(names)], names)  # raises on mixed devices
+        where = launch_device(*self.binder.flat_keys(bound))  # raises on mixed devices
         signature, constexprs, attrs = self.binder.compile_args(bound)
         options = dict(bound.options)
         if self.debug is not None:

@@ -333,9 +333,20 @@ class ExpressionVisitor(VisitorBase):
         cond = self._scalar_condition(cond, "if", node.test)
         then_block, else_block = Block(), Block()
         with self.builder.at_block(then_block):
-            then_value = self.semantic.to_tensor(for_semantic(self.visit(node.body)))
+            then_value = self.visit(node.body)
         with self.builder.at_block(else_block):
-            else_value = self.semantic.to_tensor(for_semantic(self.visit(node.orelse)))
+            else_value = self.visit(node.orelse)
+        if unwrap(then_value) is None and unwrap(else_value) is None:
+            # `f(x) if c else g(x)` for calls made for their effects: an scf.if with no results
+            for block in (then_block, else_block):
+                with self.builder.at_block(block):
+                    self.builder.create(scf.YieldOp())
+            self.builder.create(scf.IfOp(cond.handle, [], Region(then_block), Region(else_block)))
+            return const(None)
+        with self.builder.at_block(then_block):
+            then_value = self.semantic.to_tensor(for_semantic(then_value))
+        with self.builder.at_block(else_block):
+            else_value = self.semantic.to_tensor(for_semantic(else_value))
         if then_value.type != else_value.type:
             raise SemanticError(
                 f"the two sides of this conditional expression have different types, "
@@ -400,6 +411,10 @@ class ExpressionVisitor(VisitorBase):
                 f"{function.__name__} is a plain Python function and cannot be called from a "
                 f"kernel; decorate it with @kl.jit"
             )
+        if isinstance(function, type) and issubclass(function, tl.dtype):  # tl.pointer_type(...)
+            if is_runtime(args) or is_runtime(list(kwargs.values())):
+                raise SemanticError(f"{function.__name__}(...) needs compile-time arguments (dtypes)")
+            return function(*map(unwrap_deep, args), **{k: unwrap_deep(v) for k, v in kwargs.items()})
         if function is isinstance:  # inspects Python objects, runtime values included
             return const(isinstance(*map(unwrap, args)))
         if any(function is f for f in _COMPILE_TIME_BUILTINS) or isinstance(

@@ -8,6 +8,7 @@ builds each specialization once as a private `tt.func`.
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from kernellab.frontend.codegen.expressions import ExpressionVisitor
 from kernellab.frontend.codegen.statements import StatementVisitor
 from kernellab.frontend.errors import CompilationError, SemanticError
 from kernellab.frontend.semantic import Semantic
+from kernellab.frontend.semantic.tiles import TensorDescriptor, padding_value
 from kernellab.frontend.types import to_ir_type
 from kernellab.frontend.values import (
     Aggregate,
@@ -43,6 +45,7 @@ from kernellab.frontend.values import (
 )
 from kernellab.ir import tt
 from kernellab.language import core as tl
+from kernellab.language.argument_tree import ArgumentTree, root_parameter
 
 
 def generate_ttir(
@@ -169,6 +172,7 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         self.assigned_at = {}
         self.dropped = {}
         self.return_node = self.tree
+        self.leaf_names: dict[str, list[str]] = {}  # structured parameter → its leaves' names
 
     # -- the function ---------------------------------------------------------------------
 
@@ -184,7 +188,7 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
                 )
         nodes = {a.arg: a for a in args.posonlyargs + args.args}
         for what, names in (("signature", signature), ("constexprs", constexprs), ("attrs", attrs)):
-            unknown = [n for n in names if n not in nodes]
+            unknown = [n for n in names if root_parameter(n) not in nodes]
             if unknown:
                 raise self.error(
                     self.tree,
@@ -196,7 +200,11 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         params: list[tuple[str, Any]] = []
         for name, node in nodes.items():
             default = self.fn.signature.parameters[name].default
-            if name in constexprs:
+            if isinstance(constexprs.get(name), ArgumentTree):
+                tree = constexprs[name]
+                self.leaf_names[name] = [p for p in tree.leaf_paths(name) if p in signature]
+                params.append((name, self._structured(node, tree, name, signature, constexprs)))
+            elif name in constexprs:
                 params.append((name, tl.constexpr(constexprs[name])))
             elif name in signature:
                 params.append((name, Arg(self._arg_type(node, signature[name]))))
@@ -214,6 +222,26 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
                 )
         return params
 
+    def _structured(self, node, tree: ArgumentTree, path: str, signature, constexprs) -> Any:
+        """A tuple, NamedTuple or tensor descriptor argument rebuilt from its leaves (`Arg`s
+        for those in the signature, constants for the rest)."""
+        values = []
+        for i, child in enumerate(tree.children):
+            leaf = f"{path}.{i}"
+            if child is not None:
+                values.append(self._structured(node, child, leaf, signature, constexprs))
+            elif leaf in signature:
+                values.append(Arg(self._arg_type(node, signature[leaf])))
+            else:
+                values.append(tl.constexpr(constexprs[leaf]))
+        if tree.kind == "namedtuple":
+            return collections.namedtuple(tree.constants[0], tree.names)(*values)
+        if tree.kind == "tensor_descriptor":
+            block, padding = tree.constants
+            base, shape, strides = values
+            return TensorDescriptor(base, shape, strides, block, padding_value(padding))
+        return tuple(values)
+
     def _arg_type(self, node: ast.arg, ty: Any) -> tl.dtype:
         if isinstance(ty, str):
             try:
@@ -230,7 +258,11 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
 
     def build(self, name: str, params: list[tuple[str, Any]], visibility: str):
         """Generate the function body; return the `tt.func` and how callers read its results."""
-        runtime = [(n, a.type) for n, v in params for a in leaves(v, _is_arg)]
+        runtime = [
+            (leaf_name, a.type)
+            for n, v in params
+            for leaf_name, a in zip(self.leaf_names.get(n, [n] * len(leaves(v, _is_arg))), leaves(v, _is_arg))
+        ]
         arg_types = [to_ir_type(t) for _, t in runtime]
         block = Block(arg_types=arg_types)
         block_args = iter(block.args)

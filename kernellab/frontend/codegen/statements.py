@@ -336,8 +336,21 @@ class StatementVisitor(VisitorBase):
                     "only tensors can change inside a runtime loop (initialize it with a tensor, "
                     "e.g. tl.zeros(...) or a number)",
                 )
+            value = self._numbers_as_tensors(value)
+            self.scope[name] = value
             carried.append((name, value))
         return carried
+
+    def _numbers_as_tensors(self, value: Any) -> Any:
+        """A carried tuple with its numbers made scalar tensors (as a number assigned to a name
+        is), so `(acc, 0)` can become `(acc, 1)` on the next iteration."""
+        if is_number(value):
+            return self.semantic.to_tensor(value)
+        inner = unwrap(value)
+        if isinstance(inner, (tuple, list)) and is_runtime(inner):
+            items = [self._numbers_as_tensors(v) for v in inner]
+            return type(inner)(*items) if hasattr(type(inner), "_fields") else type(inner)(items)
+        return value
 
     @staticmethod
     def _carried_types(carried) -> list:
@@ -351,9 +364,7 @@ class StatementVisitor(VisitorBase):
         """The values to yield for the carried names, checked against their initial types."""
         handles = []
         for name, initial in carried:
-            value = self.scope[name]
-            if is_number(value) and isinstance(initial, tl.tensor):
-                value = self.semantic.to_tensor(value)
+            value = self._numbers_as_tensors(self.scope[name])
             if structure(value) != structure(initial):
                 raise self.error(
                     self.assigned_at.get(name, node),

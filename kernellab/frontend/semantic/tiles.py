@@ -79,6 +79,11 @@ class TensorDescriptor(Aggregate):
         return f"a tensor descriptor of {self.dtype}[{dims}] tiles"
 
 
+def padding_value(option: str) -> float:
+    """The value out-of-bounds elements read for a `padding_option` ("zero", "nan" or "")."""
+    return _PADDING[option]
+
+
 class TileMixin(SemanticBase):
     """make_block_ptr, advance, make_tensor_descriptor and the loads and stores through them."""
 
