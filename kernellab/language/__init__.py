@@ -4,7 +4,7 @@ Types and values come from `core`, compiler builtins from `builtins`, and functi
 the language itself from `standard`, `sorting` and `random`. No IR is imported here.
 """
 
-from kernellab.language import math
+from kernellab.language import extra, math
 from kernellab.language.builtins import (
     TRITON_MAX_TENSOR_NUMEL,
     advance,
@@ -176,6 +176,7 @@ __all__ = [
     "exp",
     "exp2",
     "expand_dims",
+    "extra",
     "fdiv",
     "flip",
     "float8e4nv",
