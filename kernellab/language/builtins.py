@@ -563,6 +563,15 @@ def debug_barrier():
 
 
 @builtin
+def assume(cond):
+    """A promise that `cond` (a boolean scalar or block) holds, for the optimizer; the
+    interpreter checks it and names the program where it does not.
+
+    tl.assume(pid >= 0)
+    """
+
+
+@builtin
 def static_assert(cond, msg=""):
     """Fail compilation with `msg` unless the constexpr `cond` holds.
 

@@ -56,12 +56,16 @@ def _assert(c, op):
         v = fr.env[cond]
         if v.all():
             return
-        v = np.broadcast_to(v, (fr.P,) + v.shape[1:])
-        first = np.unravel_index(int(np.argmin(v)), v.shape)
-        index = tuple(int(i) for i in first[1:])
-        at = describe_program(fr.program_of(int(first[0])))
+        at, index = first_false(fr, v)
         raise DeviceAssertionError(
             f"{where}: device assertion failed: {message} ({at}, index {index})"
         )
 
     return run
+
+
+def first_false(fr, v: np.ndarray) -> tuple[str, tuple]:
+    """(the program, the element index) of the first false element of condition `v`."""
+    v = np.broadcast_to(v, (fr.P,) + v.shape[1:])
+    first = np.unravel_index(int(np.argmin(v)), v.shape)
+    return describe_program(fr.program_of(int(first[0]))), tuple(int(i) for i in first[1:])
