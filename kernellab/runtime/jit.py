@@ -115,7 +115,6 @@ class Binder:
         if kwargs:
             self._bind_keywords(values, kwargs, options)
         key, runtime = [], []
-        handlers = _HANDLERS
         for i, const in enumerate(self.is_constexpr):
             value = values[i]
             if value is _MISSING:
@@ -128,17 +127,7 @@ class Binder:
             if is_structured(value):  # a tuple or descriptor: one key entry per leaf
                 key.append(self._structured_key(i, value, runtime))
                 continue
-            handler = handlers.get(type(value))
-            try:
-                if handler is None:
-                    k, r = specialize(value, self.specialize[i], self.align[i])
-                else:
-                    k, r = handler(value, self.specialize[i], self.align[i])
-            except ArgumentError as e:
-                raise ArgumentError(f"{self.fn_name}: parameter {self.names[i]!r}: {e}") from None
-            key.append(k)
-            if k[0] != "constexpr":
-                runtime.append(r)
+            key.append(self._argument_key(i, f"parameter {self.names[i]!r}", value, runtime))
         if options:
             key.append(tuple(sorted(options.items())))
         return Bound(tuple(key), runtime, values, options)
@@ -147,16 +136,26 @@ class Binder:
         """("tree", its ArgumentTree, each leaf's key) for a structured argument; the leaves'
         runtime values go to `runtime`."""
         tree, leaves = flatten_argument(value)
-        keys = []
-        for path, leaf in zip(tree.leaf_paths(self.names[i]), leaves):
-            try:
-                k, r = specialize(leaf, self.specialize[i], self.align[i])
-            except ArgumentError as e:
-                raise ArgumentError(f"{self.fn_name}: argument {path!r}: {e}") from None
-            keys.append(k)
-            if k[0] != "constexpr":
-                runtime.append(r)
+        keys = [
+            self._argument_key(i, f"argument {path!r}", leaf, runtime)
+            for path, leaf in zip(tree.leaf_paths(self.names[i]), leaves)
+        ]
         return ("tree", tree, tuple(keys))
+
+    def _argument_key(self, i: int, what: str, value, runtime: list) -> tuple:
+        """The specialization key of a runtime value of parameter `i` (its launch value goes to
+        `runtime` unless the key made it a constant)."""
+        handler = _HANDLERS.get(type(value))
+        try:
+            if handler is None:
+                k, r = specialize(value, self.specialize[i], self.align[i])
+            else:
+                k, r = handler(value, self.specialize[i], self.align[i])
+        except ArgumentError as e:
+            raise ArgumentError(f"{self.fn_name}: {what}: {e}") from None
+        if k[0] != "constexpr":
+            runtime.append(r)
+        return k
 
     def flat_keys(self, bound: Bound) -> tuple[list, list]:
         """(key, name) of every argument, a structured argument's leaves one by one."""

@@ -49,7 +49,13 @@ def _print(c, op):
 
 @builds(tt.AssertOp)
 def _assert(c, op):
-    cond, message = c.slot(op.condition), op.message.data
+    return condition_check(c, op, f"device assertion failed: {op.message.data}", "")
+
+
+def condition_check(c, op, failure: str, consequence: str):
+    """The instruction checking `op.condition` in every program: a false element raises a
+    DeviceAssertionError saying `failure`, the program and the element, then `consequence`."""
+    cond = c.slot(op.condition)
     where = c.location(op)
 
     def run(fr):
@@ -57,9 +63,7 @@ def _assert(c, op):
         if v.all():
             return
         at, index = first_false(fr, v)
-        raise DeviceAssertionError(
-            f"{where}: device assertion failed: {message} ({at}, index {index})"
-        )
+        raise DeviceAssertionError(f"{where}: {failure} ({at}, index {index}){consequence}")
 
     return run
 

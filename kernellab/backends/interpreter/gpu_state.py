@@ -9,27 +9,15 @@ import time
 import numpy as np
 
 from kernellab.backends.interpreter.compiler import builds
-from kernellab.backends.interpreter.debug import first_false
-from kernellab.backends.interpreter.errors import DeviceAssertionError
+from kernellab.backends.interpreter.debug import condition_check
 from kernellab.ir import tt
 
 
 @builds(tt.AssumeOp)
 def _assume(c, op):
-    cond = c.slot(op.condition)
-    where = c.location(op)
-
-    def run(fr):
-        v = fr.env[cond]
-        if v.all():
-            return
-        at, index = first_false(fr, v)
-        raise DeviceAssertionError(
-            f"{where}: tl.assume's condition is false ({at}, index {index}); the compiled "
-            "kernel would rely on it"
-        )
-
-    return run
+    return condition_check(
+        c, op, "tl.assume's condition is false", "; the compiled kernel would rely on it"
+    )
 
 
 @builds(tt.GlobalTimerOp)
