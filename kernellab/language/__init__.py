@@ -251,6 +251,7 @@ __all__ = [
     "to_tensor",
     "topk",
     "trans",
+    "tuple",
     "uint8",
     "uint16",
     "uint32",
@@ -264,3 +265,7 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# `tl.tuple`: Triton's name for the language's tuples, which are Python tuples here
+# (tl.tuple([a, b]) in a kernel, isinstance(x, tl.tuple) at compile time).
+tuple = tuple

@@ -151,3 +151,18 @@ def test_pointer_type_cast_and_conditional_calls(launch, rng):
     launch(pointer_cast_kernel, (1,), x, out, 3)
     launch(pointer_cast_kernel, (1,), x, out, 0)
     assert_equal(out, np.repeat(x.view(np.int32), 2))
+
+
+@kl.jit
+def tl_tuple_kernel(x_ptr, out_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 8))
+    pair = tl.tuple([x, x * 2])
+    tl.static_assert(isinstance(pair, tl.tuple))
+    tl.store(out_ptr + tl.arange(0, 8), pair[0] + pair[1])
+
+
+def test_tl_tuple(launch, rng):
+    x = random_array(rng, 8, np.float32)
+    out = poison(8, np.float32)
+    launch(tl_tuple_kernel, (1,), x, out)
+    assert_equal(out, x * 3)

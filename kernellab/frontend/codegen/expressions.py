@@ -415,6 +415,8 @@ class ExpressionVisitor(VisitorBase):
             if is_runtime(args) or is_runtime(list(kwargs.values())):
                 raise SemanticError(f"{function.__name__}(...) needs compile-time arguments (dtypes)")
             return function(*map(unwrap_deep, args), **{k: unwrap_deep(v) for k, v in kwargs.items()})
+        if function is builtins.tuple and len(args) == 1 and not kwargs and is_runtime(args):
+            return builtins.tuple(unwrap(args[0]))  # tl.tuple([a, b]): a tuple of kernel values
         if function is isinstance:  # inspects Python objects, runtime values included
             return const(isinstance(*map(unwrap, args)))
         if any(function is f for f in _COMPILE_TIME_BUILTINS) or isinstance(
