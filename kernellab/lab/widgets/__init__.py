@@ -4,6 +4,7 @@
 - `swizzle(...)`      shared-memory banks and conflicts, before and after swizzling
 - `tile_order(...)`   row-major vs grouped program order of a matmul, block loads, L2 hit rate
 - `access_view(...)`  the elements each program loads and stores (interpreter traces)
+- `bitonic(...)`      tl.sort's network, each column coloured by where its pairs live
 
 Each explorer's drawing data comes from a pure function of its module (usable and tested
 without a display); displaying one shows the live widget plus a static HTML snapshot that a
@@ -11,6 +12,7 @@ saved notebook keeps. ipywidgets and matplotlib are imported only when an explor
 """
 
 from kernellab.lab.widgets.access import access_summary, access_view
+from kernellab.lab.widgets.bitonic_explorer import bitonic, bitonic_columns
 from kernellab.lab.widgets.layout_explorer import layout, layout_table
 from kernellab.lab.widgets.swizzle_explorer import swizzle, swizzle_data
 from kernellab.lab.widgets.tile_order_explorer import (
@@ -23,6 +25,8 @@ from kernellab.lab.widgets.tile_order_explorer import (
 __all__ = [
     "access_summary",
     "access_view",
+    "bitonic",
+    "bitonic_columns",
     "block_loads",
     "layout",
     "layout_table",
