@@ -104,6 +104,7 @@ def histogram(input, num_bins: constexpr, mask=None):
 
     counts = tl.histogram(bucket_ids, 64)
     """
+    static_assert(len(input.shape) == 1, "tl.histogram counts a 1-D tensor; reshape it first")
     hits = input[:, None] == arange(0, num_bins)[None, :]
     if mask is not None:
         hits = hits & mask[:, None]
@@ -120,9 +121,12 @@ def gather(src, index, axis: constexpr):
     rows = tl.gather(table, ids, 0)
     """
     rank: constexpr = len(src.shape)
-    static_assert(
-        len(index.shape) == rank, "tl.gather: `index` must have the rank of `src`"
-    )
+    static_assert(len(index.shape) == rank, "tl.gather: `index` must have the rank of `src`")
+    for d in static_range(rank):
+        static_assert(
+            d == axis or index.shape[d] == src.shape[d],
+            "tl.gather: `index` must have the sizes of `src` on every axis but `axis`",
+        )
     idtype: constexpr = str_to_ty(f"i{src.dtype.primitive_bitwidth}")
     bits = src.to(idtype, bitcast=True)
     # a new axis after `axis` runs over src's entries; `index` keeps its entries on `axis`

@@ -168,3 +168,17 @@ def test_gather(launch, rng, dtype, axis):
     out = poison(shape, src.dtype)
     launch(gather_kernel, (1,), src, index, out, M=m, N=n, I=i, AXIS=axis)
     assert_equal(out, np.take_along_axis(src, index, axis))
+
+
+@kl.jit
+def gather_misuse_kernel(src_ptr, idx_ptr, out_ptr):
+    src = tl.load(src_ptr + tl.arange(0, 8)[:, None] * 4 + tl.arange(0, 4)[None, :])
+    index = tl.load(idx_ptr + tl.arange(0, 2)[:, None] * 2 + tl.arange(0, 2)[None, :])
+    tl.store(out_ptr + tl.arange(0, 2)[:, None] * 2 + tl.arange(0, 2)[None, :],
+             tl.gather(src, index, 0))  # fmt: skip
+
+
+def test_gather_explains_mismatched_sizes():
+    src, index = np.zeros(32, np.float32), np.zeros(4, np.int32)
+    with pytest.raises(kl.CompilationError, match="sizes of `src` on every axis but `axis`"):
+        gather_misuse_kernel[(1,)](src, index, np.zeros(4, np.float32))
