@@ -138,7 +138,7 @@ class BitonicExplorer(Explorer):
         counts = data.counts()
         return (
             f"{len(data.columns)} columns for {data.n} elements ({data.size_per_thread} per "
-            f"thread, 32 lanes, {data.num_warps} warp{"s" if data.num_warps > 1 else ""}): {counts['register']} in registers, "
+            f"thread, 32 lanes, {data.num_warps} warp{'s' if data.num_warps > 1 else ''}): {counts['register']} in registers, "
             f"{counts['lane']} across lanes (shuffles), {counts['warp']} across warps (shared "
             "memory). More elements per thread turn shuffles into selects."
         )
