@@ -136,9 +136,10 @@ class BitonicExplorer(Explorer):
 
     def caption(self, data) -> str:
         counts = data.counts()
+        warps = f"{data.num_warps} warp{'s' if data.num_warps > 1 else ''}"
         return (
             f"{len(data.columns)} columns for {data.n} elements ({data.size_per_thread} per "
-            f"thread, 32 lanes, {data.num_warps} warp{'s' if data.num_warps > 1 else ''}): {counts['register']} in registers, "
+            f"thread, 32 lanes, {warps}): {counts['register']} in registers, "
             f"{counts['lane']} across lanes (shuffles), {counts['warp']} across warps (shared "
             "memory). More elements per thread turn shuffles into selects."
         )
