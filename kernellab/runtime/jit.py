@@ -321,24 +321,24 @@ class Binder:
     def compile_args(self, bound: Bound) -> tuple[Signature, dict, dict]:
         """(signature, constexprs, attrs) for `compile`, read off the key."""
         signature, constexprs, attrs = [], {}, {}
+
+        def add(name: str, k: tuple) -> None:  # one runtime value's key
+            if k[0] == "constexpr":
+                constexprs[name] = k[1]
+            else:
+                signature.append((name, k[0]))
+                if k[1]:
+                    attrs[name] = {"tt.divisibility": 16}
+
         for name, k, value, const in zip(self.names, bound.key, bound.values, self.is_constexpr):
             if const:
                 constexprs[name] = value
             elif k[0] == "tree":  # the tree, then its leaves as if they were parameters
                 constexprs[name] = k[1]
                 for path, leaf in zip(k[1].leaf_paths(name), k[2]):
-                    if leaf[0] == "constexpr":
-                        constexprs[path] = leaf[1]
-                    else:
-                        signature.append((path, leaf[0]))
-                        if leaf[1]:
-                            attrs[path] = {"tt.divisibility": 16}
-            elif k[0] == "constexpr":
-                constexprs[name] = k[1]
+                    add(path, leaf)
             else:
-                signature.append((name, k[0]))
-                if k[1]:
-                    attrs[name] = {"tt.divisibility": 16}
+                add(name, k)
         return Signature(signature), constexprs, attrs
 
 
