@@ -29,7 +29,7 @@ LAYERS = [
     ("backends", ["kernellab.backends"]),
     ("compiler", ["kernellab.compiler"]),
     ("testing", ["kernellab.testing"]),
-    ("runtime", ["kernellab.runtime"]),
+    ("runtime", ["kernellab.runtime", "kernellab.tools"]),
     # The root package is the public facade (kl.jit, kl.compile, ...): it sits with the lab,
     # the other user-facing layer, which writes kernels through it (`import kernellab as kl`).
     # It loads the lab only inside functions (`%load_ext kernellab`) or lazily (kl.lab).

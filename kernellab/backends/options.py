@@ -19,6 +19,11 @@ class CompileOptions:
     num_ctas: int = 1
     maxnreg: int | None = None
     debug: bool = False
+    # Launch behaviour (Triton's names): all programs resident at once (a grid-wide barrier
+    # through atomics can't deadlock), and programmatic dependent launch (sm_90: the kernel
+    # may start before the previous one ends; tl.extra.cuda.gdc_wait orders memory).
+    launch_cooperative_grid: bool = False
+    launch_pdl: bool = False
 
     def as_dict(self) -> dict:
         """{field: value}, the base fields first (what metadata shows)."""

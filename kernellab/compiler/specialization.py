@@ -10,12 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kernellab.language import core as tl
+from kernellab.language.argument_tree import ArgumentTree, root_parameter
 from kernellab.language.signature import Signature
 
 
 def runtime_parameters(fn: tl.KernelFunction, constexprs: Mapping) -> list[str]:
-    """The parameters that stay kernel arguments: neither tl.constexpr nor given a constant."""
-    return [n for n in fn.arg_names if n not in fn.constexpr_names and n not in constexprs]
+    """The parameters that stay kernel arguments: neither tl.constexpr nor given a constant;
+    a structured argument (its constexpr is an ArgumentTree) stands for its runtime leaves."""
+    names = []
+    for name in fn.arg_names:
+        tree = constexprs.get(name)
+        if isinstance(tree, ArgumentTree):
+            names.extend(p for p in tree.leaf_paths(name) if p not in constexprs)
+        elif name not in fn.constexpr_names and name not in constexprs:
+            names.append(name)
+    return names
+
+
+def _is_parameter(fn: tl.KernelFunction, name: str, constexprs: Mapping) -> bool:
+    """`name` is a parameter of `fn`, or a leaf ("t.0") of a structured one."""
+    root = root_parameter(name)
+    return name in fn.arg_names or (
+        root in fn.arg_names and isinstance(constexprs.get(root), ArgumentTree)
+    )
 
 
 def match_parameters(params: Sequence[str], runtime: Sequence[str], values: Sequence) -> dict | None:
@@ -32,7 +49,7 @@ def resolve_constexprs(fn: tl.KernelFunction, constexprs: Mapping | None) -> dic
     """Every constexpr's value: those given (tl.constexpr unwrapped), the rest from defaults."""
     values = {}
     for name, value in (constexprs or {}).items():
-        if name not in fn.arg_names:
+        if not _is_parameter(fn, name, constexprs):
             raise TypeError(
                 f"{fn.__name__} has no parameter {name!r} (given in constexprs); "
                 f"its parameters are {', '.join(fn.arg_names)}"
@@ -70,7 +87,7 @@ def resolve_signature(fn: tl.KernelFunction, signature, constexprs: Mapping) -> 
         raise TypeError('signature must be a string like "*fp32,*fp32,i32" or a dict {param: type}')
     given = {}
     for name, entry in signature.items():
-        if name not in fn.arg_names:
+        if not _is_parameter(fn, name, constexprs):
             raise TypeError(f"{fn.__name__} has no parameter {name!r} (given in signature)")
         if isinstance(entry, str) and entry == "constexpr":
             if name not in constexprs:

@@ -8,6 +8,7 @@ so that operators on them fold in Python; `unwrap` takes the box off.
 
 from __future__ import annotations
 
+import abc
 import functools
 import inspect
 import numbers
@@ -55,7 +56,65 @@ def is_runtime(value: Any) -> bool:
     value = unwrap(value)
     if isinstance(value, (tuple, list)):
         return any(is_runtime(v) for v in value)
+    return isinstance(value, (tl.tensor, Aggregate))
+
+
+class Aggregate(abc.ABC):
+    """A compile-time record whose fields may be tensors (a block pointer, a tensor
+    descriptor). Control flow, calls and returns carry its tensors one by one and rebuild the
+    record around them, as they do for tuples."""
+
+    @abc.abstractmethod
+    def fields(self) -> tuple:
+        """The record's values, tensors and constants, in a fixed order."""
+
+    @abc.abstractmethod
+    def with_fields(self, fields: tuple) -> Aggregate:
+        """The same kind of record over `fields` (as `fields()` orders them)."""
+
+
+def _is_tensor(value: Any) -> bool:
     return isinstance(value, tl.tensor)
+
+
+def map_leaves(value: Any, fn, is_leaf=_is_tensor) -> Any:
+    """`value` with every leaf (a tensor, unless `is_leaf` says otherwise) inside tuples,
+    lists, NamedTuples and aggregates replaced by `fn(leaf)`, left to right."""
+    if is_leaf(value):
+        return fn(value)
+    if isinstance(value, Aggregate):
+        return value.with_fields(tuple(map_leaves(f, fn, is_leaf) for f in value.fields()))
+    inner = unwrap(value)
+    if isinstance(inner, (tuple, list)):
+        items = [map_leaves(v, fn, is_leaf) for v in inner]
+        if hasattr(type(inner), "_fields"):  # a NamedTuple
+            return type(inner)(*items)
+        return type(inner)(items) if isinstance(inner, (tl.Shape, list)) else tuple(items)
+    return value
+
+
+def leaves(value: Any, is_leaf=_is_tensor) -> list:
+    """The leaves of `value` in the order `map_leaves` visits them."""
+    found: list = []
+    map_leaves(value, found.append, is_leaf)
+    return found
+
+
+def structure(value: Any) -> Any:
+    """What must match for two values to share IR slots: the kind of every container and
+    aggregate, the type of every tensor, and every constant."""
+    if isinstance(value, tl.tensor):
+        return ("tensor", value.type)
+    if isinstance(value, Aggregate):
+        return (type(value), tuple(structure(f) for f in value.fields()))
+    inner = unwrap(value)
+    if isinstance(inner, (tuple, list)):
+        return (type(inner), tuple(structure(v) for v in inner))
+    try:
+        hash(inner)
+    except TypeError:
+        return ("object", id(inner))
+    return ("const", type(inner), inner)
 
 
 def for_semantic(value: Any) -> Any:
@@ -96,7 +155,12 @@ def show(x: Any) -> str:
 
 
 def describe(value: Any) -> str:
-    """`fp32[128]` for a tensor, `the compile-time value 3` for anything else."""
+    """`fp32[128]` for a tensor, `(fp32[128], 2)` for a tuple holding tensors, a block
+    pointer's repr, `the compile-time value 3` for anything else."""
     if isinstance(value, tl.tensor):
         return show(value)
+    if isinstance(value, Aggregate):
+        return repr(value)
+    if is_runtime(value):
+        return "(" + ", ".join(describe(v) if is_runtime(v) else repr(unwrap_deep(v)) for v in unwrap(value)) + ")"
     return f"the compile-time value {unwrap(value)!r}"

@@ -801,6 +801,54 @@ class AssertOp(IRDLOperation):
         super().__init__(operands=[condition], properties={"message": StringAttr(message)})
 
 
+# ------------------------------------------------------------ hints and the GPU's own state
+
+
+@irdl_op_definition
+class AssumeOp(IRDLOperation):
+    """tl.assume: the program promises `condition` holds (the optimizer may rely on it; the
+    interpreter checks it)."""
+
+    name = "tt.assume"
+    condition = operand_def()
+    traits = traits_def(_WritesMemory())  # kept where it is: what follows relies on it
+    assembly_format = "$condition attr-dict `:` type($condition)"
+
+    def __init__(self, condition: SSAValue):
+        super().__init__(operands=[condition])
+
+
+class _ReadRegisterOp(IRDLOperation):
+    """A read of a GPU register that changes under the program (so never merged or hoisted)."""
+
+    result = result_def()
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, result_type: Attribute):
+        super().__init__(result_types=[result_type])
+
+
+GlobalTimerOp = define_op(_ReadRegisterOp, "GlobalTimerOp", "tt.globaltimer", __name__)
+SmIdOp = define_op(_ReadRegisterOp, "SmIdOp", "tt.smid", __name__)
+
+
+class _GridDependencyOp(IRDLOperation):
+    """Programmatic dependent launch (sm_90): wait for the grid this one depends on, or let
+    the next grid start."""
+
+    traits = traits_def(_WritesMemory())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+GridDependencyWaitOp = define_op(_GridDependencyOp, "GridDependencyWaitOp", "tt.gdc_wait", __name__)
+LaunchDependentsOp = define_op(
+    _GridDependencyOp, "LaunchDependentsOp", "tt.gdc_launch_dependents", __name__
+)
+
+
 def entry_function(module) -> FuncOp:
     """The module's public tt.func: the kernel a backend compiles and a launcher calls.
 
@@ -853,6 +901,11 @@ TT = Dialect(
         ScanReturnOp,
         PrintOp,
         AssertOp,
+        AssumeOp,
+        GlobalTimerOp,
+        SmIdOp,
+        GridDependencyWaitOp,
+        LaunchDependentsOp,
     ],
     [PointerType],
 )

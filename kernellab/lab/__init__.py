@@ -27,6 +27,7 @@ _LAZY = {
     "access_view": "kernellab.lab.widgets",
     "sram_row": "kernellab.lab.widgets",
     "tile_walk": "kernellab.lab.widgets",
+    "bitonic": "kernellab.lab.widgets",
     "dataflow_graph": "kernellab.lab.graphs",
     "pipeline_graph": "kernellab.lab.graphs",
     "check": "kernellab.lab.checks",

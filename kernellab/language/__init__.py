@@ -1,18 +1,20 @@
 """`kernellab.language` (import as `tl`): the block language, with `triton.language`'s names.
 
 Types and values come from `core`, compiler builtins from `builtins`, and functions written in
-the language itself from `standard` and `random`. No IR is imported here.
+the language itself from `standard`, `sorting` and `random`. No IR is imported here.
 """
 
-from kernellab.language import math
+from kernellab.language import extra, math
 from kernellab.language.builtins import (
     TRITON_MAX_TENSOR_NUMEL,
+    advance,
     PropagateNan,
     abs,
     arange,
     argmax,
     argmin,
     associative_scan,
+    assume,
     atomic_add,
     atomic_and,
     atomic_cas,
@@ -45,6 +47,9 @@ from kernellab.language.builtins import (
     full,
     join,
     load,
+    load_tensor_descriptor,
+    make_block_ptr,
+    make_tensor_descriptor,
     log,
     log2,
     max,
@@ -69,6 +74,7 @@ from kernellab.language.builtins import (
     static_print,
     static_range,
     store,
+    store_tensor_descriptor,
     sum,
     to,
     to_tensor,
@@ -119,10 +125,22 @@ from kernellab.language.random import (
     randn4x,
     uint_to_uniform_float,
 )
-from kernellab.language.standard import cdiv, ravel, sigmoid, softmax, swizzle2d, zeros_like
+from kernellab.language.sorting import flip, sort, topk
+from kernellab.language.standard import (
+    cdiv,
+    gather,
+    histogram,
+    interleave,
+    ravel,
+    sigmoid,
+    softmax,
+    swizzle2d,
+    zeros_like,
+)
 
 __all__ = [
     "TRITON_MAX_TENSOR_NUMEL",
+    "advance",
     "KernelFunction",
     "PropagateNan",
     "abs",
@@ -130,6 +148,7 @@ __all__ = [
     "argmax",
     "argmin",
     "associative_scan",
+    "assume",
     "atomic_add",
     "atomic_and",
     "atomic_cas",
@@ -161,7 +180,9 @@ __all__ = [
     "exp",
     "exp2",
     "expand_dims",
+    "extra",
     "fdiv",
+    "flip",
     "float8e4nv",
     "float8e5",
     "float8e4b8",
@@ -172,13 +193,19 @@ __all__ = [
     "floor",
     "fma",
     "full",
+    "gather",
+    "histogram",
     "int1",
     "int8",
     "int16",
     "int32",
     "int64",
+    "interleave",
     "join",
     "load",
+    "load_tensor_descriptor",
+    "make_block_ptr",
+    "make_tensor_descriptor",
     "log",
     "log2",
     "math",
@@ -211,6 +238,7 @@ __all__ = [
     "sigmoid",
     "sin",
     "softmax",
+    "sort",
     "split",
     "sqrt",
     "sqrt_rn",
@@ -218,13 +246,16 @@ __all__ = [
     "static_print",
     "static_range",
     "store",
+    "store_tensor_descriptor",
     "sum",
     "str_to_ty",
     "swizzle2d",
     "tensor",
     "to",
     "to_tensor",
+    "topk",
     "trans",
+    "tuple",
     "uint8",
     "uint16",
     "uint32",
@@ -238,3 +269,7 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# `tl.tuple`: Triton's name for the language's tuples, which are Python tuples here
+# (tl.tuple([a, b]) in a kernel, isinstance(x, tl.tuple) at compile time).
+tuple = tuple

@@ -193,8 +193,9 @@ def load(
     """Values at `pointer` (a pointer or a block of pointers); lanes where `mask` is false
     read `other` (cast to the pointee type, needs `mask`). `mask`/`other` broadcast to the
     pointer's shape. cache_modifier: "", ".ca", ".cg", ".cv"; eviction_policy: "",
-    "evict_first", "evict_last". Block pointers (boundary_check, padding_option) are not
-    supported.
+    "evict_first", "evict_last". Through a block pointer (tl.make_block_ptr), the dims in
+    `boundary_check` are kept in bounds and elements outside read `padding_option` ("zero",
+    "nan"; zero when not given).
 
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
     """
@@ -203,10 +204,51 @@ def load(
 @builtin
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
     """Write `value` (cast to the pointee type, broadcast to the pointer's shape) where `mask`
-    is true. cache_modifier: "", ".wb", ".cg", ".cs", ".wt".
+    is true. cache_modifier: "", ".wb", ".cg", ".cs", ".wt". Through a block pointer, elements
+    outside the dims in `boundary_check` are not written.
 
     tl.store(out_ptr + offs, x + y, mask=offs < n)
     """
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """A block pointer: the tile of constexpr `block_shape` at `offsets` in a tensor of `shape`
+    and `strides` (in elements) at pointer `base`. Load and store through it with
+    `boundary_check`; move it with tl.advance.
+
+    a_ptrs = tl.make_block_ptr(a_ptr, (M, K), (stride_am, stride_ak), (pid_m * BM, 0),
+                               (BM, BK), order=(1, 0))
+    """
+
+
+@builtin
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (one integer per dim).
+
+    a_ptrs = tl.advance(a_ptrs, (0, BK))
+    """
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A tensor descriptor: a tensor of `shape` and `strides` (elements; the last stride 1)
+    at `base`, read and written in tiles of constexpr `block_shape` with `desc.load([i, j])` and
+    `desc.store([i, j], tile)`. Reads outside the tensor give zero (NaN with
+    padding_option="nan"); writes outside it are dropped.
+
+    desc = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN])
+    """
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets):
+    """The tile of `desc` at `offsets` (`desc.load(offsets)`)."""
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value):
+    """Write the tile `value` at `offsets` of `desc` (`desc.store(offsets, value)`)."""
 
 
 @builtin
@@ -518,6 +560,15 @@ def debug_barrier():
 
 
 # -------------------------------------------------------------------------------- debugging
+
+
+@builtin
+def assume(cond):
+    """A promise that `cond` (a boolean scalar or block) holds, for the optimizer; the
+    interpreter checks it and names the program where it does not.
+
+    tl.assume(pid >= 0)
+    """
 
 
 @builtin

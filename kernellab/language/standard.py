@@ -6,8 +6,22 @@ later inlined), so their IR shows up in `ck.passes` exactly as the user's own he
 
 from __future__ import annotations
 
-from kernellab.language.builtins import exp, fdiv, max, minimum, reshape, sum, zeros
-from kernellab.language.core import constexpr, kernel_function
+from kernellab.language.builtins import (
+    arange,
+    exp,
+    expand_dims,
+    fdiv,
+    join,
+    max,
+    minimum,
+    reshape,
+    static_assert,
+    static_range,
+    sum,
+    where,
+    zeros,
+)
+from kernellab.language.core import constexpr, int32, kernel_function, str_to_ty
 
 
 @kernel_function
@@ -68,3 +82,60 @@ def swizzle2d(i, j, size_i, size_j, size_g):
     new_i = first_row + in_group % rows_in_group
     new_j = in_group // rows_in_group
     return new_i, new_j
+
+
+@kernel_function
+def interleave(a, b):
+    """`a` and `b` interleaved along their last dim: [a0, b0, a1, b1, ...] (a join, then the
+    pair axis folded into the last dim).
+
+    pairs = tl.interleave(real, imag)
+    """
+    joined = join(a, b)
+    return reshape(joined, joined.shape[:-2] + (2 * joined.shape[len(joined.shape) - 2],))
+
+
+@kernel_function
+def histogram(input, num_bins: constexpr, mask=None):
+    """int32 counts of the values 0 .. num_bins-1 in the 1-D integer tensor `input` (values
+    outside that range, and elements where `mask` is False, are not counted): a one-hot
+    comparison against every bin summed over the elements, which the compiler reduces in
+    registers, across lanes and across warps.
+
+    counts = tl.histogram(bucket_ids, 64)
+    """
+    static_assert(len(input.shape) == 1, "tl.histogram counts a 1-D tensor; reshape it first")
+    hits = input[:, None] == arange(0, num_bins)[None, :]
+    if mask is not None:
+        hits = hits & mask[:, None]
+    return sum(hits.to(int32), 0)
+
+
+@kernel_function
+def gather(src, index, axis: constexpr):
+    """out[..., i, ...] = src[..., index[..., i, ...], ...] along `axis`: `index` has `src`'s
+    rank and its sizes on every other axis; the result has `index`'s shape and `src`'s dtype.
+    Each output element selects its source by a one-hot match over `src`'s axis and a sum of
+    the (integer) bits, so values move exactly.
+
+    rows = tl.gather(table, ids, 0)
+    """
+    rank: constexpr = len(src.shape)
+    static_assert(len(index.shape) == rank, "tl.gather: `index` must have the rank of `src`")
+    for d in static_range(rank):
+        static_assert(
+            d == axis or index.shape[d] == src.shape[d],
+            "tl.gather: `index` must have the sizes of `src` on every axis but `axis`",
+        )
+    idtype: constexpr = str_to_ty(f"i{src.dtype.primitive_bitwidth}")
+    bits = src.to(idtype, bitcast=True)
+    # a new axis after `axis` runs over src's entries; `index` keeps its entries on `axis`
+    src_axis: constexpr = axis + 1
+    candidates = expand_dims(bits, axis)  # [..., 1, n_src, ...]
+    wanted = expand_dims(index, src_axis)  # [..., n_index, 1, ...]
+    positions_shape: constexpr = ()
+    for d in static_range(rank + 1):
+        positions_shape = positions_shape + (src.shape[axis] if d == src_axis else 1,)
+    positions = reshape(arange(0, src.shape[axis]), positions_shape)
+    picked = where(wanted == positions, candidates, 0)
+    return sum(picked, src_axis, dtype=idtype).to(src.dtype, bitcast=True)

@@ -37,6 +37,7 @@ from kernellab.backends.arguments import (
 from kernellab.backends.nvidia.driver import CudaError
 from kernellab.backends.nvidia.launcher import OutOfResources
 from kernellab.backends.options import OPTION_NAMES
+from kernellab.runtime.argument_trees import flatten_argument, is_structured
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.compiler.cache import GONE, global_reads
 from kernellab.language import core as tl
@@ -131,7 +132,6 @@ class Binder:
         if kwargs:
             self._bind_keywords(values, kwargs, options)
         key, runtime = [], []
-        handlers = _HANDLERS
         for i, const in enumerate(self.is_constexpr):
             value = values[i]
             if value is _MISSING:
@@ -141,20 +141,50 @@ class Binder:
                     value = values[i] = value.value
                 key.append(self._constexpr_key(i, value))
                 continue
-            handler = handlers.get(type(value))
-            try:
-                if handler is None:
-                    k, r = specialize(value, self.specialize[i], self.align[i])
-                else:
-                    k, r = handler(value, self.specialize[i], self.align[i])
-            except ArgumentError as e:
-                raise ArgumentError(f"{self.fn_name}: parameter {self.names[i]!r}: {e}") from None
-            key.append(k)
-            if k[0] != "constexpr":
-                runtime.append(r)
+            if is_structured(value):  # a tuple or descriptor: one key entry per leaf
+                key.append(self._structured_key(i, value, runtime))
+                continue
+            key.append(self._argument_key(i, f"parameter {self.names[i]!r}", value, runtime))
         if options:
             key.append(tuple(sorted(options.items())))
         return Bound(tuple(key), runtime, values, options)
+
+    def _structured_key(self, i: int, value, runtime: list) -> tuple:
+        """("tree", its ArgumentTree, each leaf's key) for a structured argument; the leaves'
+        runtime values go to `runtime`."""
+        tree, leaves = flatten_argument(value)
+        keys = [
+            self._argument_key(i, f"argument {path!r}", leaf, runtime)
+            for path, leaf in zip(tree.leaf_paths(self.names[i]), leaves)
+        ]
+        return ("tree", tree, tuple(keys))
+
+    def _argument_key(self, i: int, what: str, value, runtime: list) -> tuple:
+        """The specialization key of a runtime value of parameter `i` (its launch value goes to
+        `runtime` unless the key made it a constant)."""
+        handler = _HANDLERS.get(type(value))
+        try:
+            if handler is None:
+                k, r = specialize(value, self.specialize[i], self.align[i])
+            else:
+                k, r = handler(value, self.specialize[i], self.align[i])
+        except ArgumentError as e:
+            raise ArgumentError(f"{self.fn_name}: {what}: {e}") from None
+        if k[0] != "constexpr":
+            runtime.append(r)
+        return k
+
+    def flat_keys(self, bound: Bound) -> tuple[list, list]:
+        """(key, name) of every argument, a structured argument's leaves one by one."""
+        keys, names = [], []
+        for name, k in zip(self.names, bound.key):
+            if k[0] == "tree":
+                keys.extend(k[2])
+                names.extend(k[1].leaf_paths(name))
+            else:
+                keys.append(k)
+                names.append(name)
+        return keys, names
 
     def fast(self, args: tuple, kwargs: dict):
         """The warm path's binding: `(key, runtime args)`, or None when an argument needs the
@@ -308,15 +338,24 @@ class Binder:
     def compile_args(self, bound: Bound) -> tuple[Signature, dict, dict]:
         """(signature, constexprs, attrs) for `compile`, read off the key."""
         signature, constexprs, attrs = [], {}, {}
-        for name, k, value, const in zip(self.names, bound.key, bound.values, self.is_constexpr):
-            if const:
-                constexprs[name] = value
-            elif k[0] == "constexpr":
+
+        def add(name: str, k: tuple) -> None:  # one runtime value's key
+            if k[0] == "constexpr":
                 constexprs[name] = k[1]
             else:
                 signature.append((name, k[0]))
                 if k[1]:
                     attrs[name] = {"tt.divisibility": 16}
+
+        for name, k, value, const in zip(self.names, bound.key, bound.values, self.is_constexpr):
+            if const:
+                constexprs[name] = value
+            elif k[0] == "tree":  # the tree, then its leaves as if they were parameters
+                constexprs[name] = k[1]
+                for path, leaf in zip(k[1].leaf_paths(name), k[2]):
+                    add(path, leaf)
+            else:
+                add(name, k)
         return Signature(signature), constexprs, attrs
 
 
@@ -479,8 +518,7 @@ class JITFunction(KernelInterface, tl.KernelFunction):
     def _compile(self, bound: Bound) -> CompiledKernel:
         if self._reads is None:  # before compiling: the values the compile reads
             self._reads = tuple(global_reads(self))
-        names = self.binder.names
-        where = launch_device(bound.key[: len(names)], names)  # raises on mixed devices
+        where = launch_device(*self.binder.flat_keys(bound))  # raises on mixed devices
         signature, constexprs, attrs = self.binder.compile_args(bound)
         options = dict(bound.options)
         if self.debug is not None:

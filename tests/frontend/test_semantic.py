@@ -424,7 +424,7 @@ def test_load_broadcasts_mask_and_casts_other():
     "kwargs,message",
     [
         ({"other": 0.0}, "`other` is the value of masked-off lanes, so it needs a mask"),
-        ({"boundary_check": (0,)}, "block pointers, which kernellab does not support"),
+        ({"boundary_check": (0,)}, "belong to block pointers"),
         ({"cache_modifier": ".wb"}, "cache_modifier '.wb' is not supported"),
         ({"eviction_policy": "never"}, "eviction_policy 'never' is not supported"),
     ],

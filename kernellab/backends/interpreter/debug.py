@@ -49,19 +49,27 @@ def _print(c, op):
 
 @builds(tt.AssertOp)
 def _assert(c, op):
-    cond, message = c.slot(op.condition), op.message.data
+    return condition_check(c, op, f"device assertion failed: {op.message.data}", "")
+
+
+def condition_check(c, op, failure: str, consequence: str):
+    """The instruction checking `op.condition` in every program: a false element raises a
+    DeviceAssertionError saying `failure`, the program and the element, then `consequence`."""
+    cond = c.slot(op.condition)
     where = c.location(op)
 
     def run(fr):
         v = fr.env[cond]
         if v.all():
             return
-        v = np.broadcast_to(v, (fr.P,) + v.shape[1:])
-        first = np.unravel_index(int(np.argmin(v)), v.shape)
-        index = tuple(int(i) for i in first[1:])
-        at = describe_program(fr.program_of(int(first[0])))
-        raise DeviceAssertionError(
-            f"{where}: device assertion failed: {message} ({at}, index {index})"
-        )
+        at, index = first_false(fr, v)
+        raise DeviceAssertionError(f"{where}: {failure} ({at}, index {index}){consequence}")
 
     return run
+
+
+def first_false(fr, v: np.ndarray) -> tuple[str, tuple]:
+    """(the program, the element index) of the first false element of condition `v`."""
+    v = np.broadcast_to(v, (fr.P,) + v.shape[1:])
+    first = np.unravel_index(int(np.argmin(v)), v.shape)
+    return describe_program(fr.program_of(int(first[0]))), tuple(int(i) for i in first[1:])

@@ -15,7 +15,9 @@ import numpy as np
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from kernellab.backends.interpreter import atomics, control, debug, loadstore, ops, reduce, tensor  # noqa: F401  (register builders)
+from kernellab.backends.interpreter import (  # noqa: F401  (register builders)
+    atomics, control, debug, gpu_state, loadstore, ops, reduce, tensor,
+)
 from kernellab.backends.interpreter.compiler import Compiler
 from kernellab.backends.interpreter.dtypes import I64, np_dtype
 from kernellab.backends.interpreter.frame import Frame

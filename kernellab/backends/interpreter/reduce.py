@@ -98,8 +98,8 @@ def _reduce(c, op):
         xs = [e[s] for s in srcs]
         if fast is not None:
             ufunc, as_unsigned = fast
-            x = xs[0]
-            r = ufunc.reduce(unsigned(x) if as_unsigned else x, axis=axis)
+            x = unsigned(xs[0]) if as_unsigned else xs[0]
+            r = ufunc.reduce(x, axis=axis, dtype=x.dtype)  # numpy would widen int32 sums
             outs = [r.view(dt) if as_unsigned else r]
         elif tree is not None:
             outs = tree_reduce([np.moveaxis(xs[0], axis, -1)], lambda lhs, rhs: [tree(lhs[0], rhs[0])], True)

@@ -9,6 +9,7 @@ says which call failed, the error's name and description, and what to do about i
 from __future__ import annotations
 
 import ctypes
+import struct
 import functools
 import threading
 from dataclasses import dataclass
@@ -265,6 +266,24 @@ _raw_launch: tuple = (None, None)  # (driver module it came from, ctypes functio
 # padding, hStream, attrs, numAttrs; 56 bytes, padded here to 64 so kernel parameters can follow.
 LAUNCH_CONFIG_FORMAT = "=7I4xQQI12x"
 LAUNCH_CONFIG_BYTES = 64
+
+
+# CUlaunchAttribute (cuda.h): a 4-byte id, padding to 8, a 64-byte value union; the ids of the
+# attributes the launch options set (their value is an int: 1 = on).
+LAUNCH_ATTRIBUTE_BYTES = 72
+LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+def launch_attributes(ids: list[int]) -> tuple[object, int, int]:
+    """(buffer, its address, count) of CUlaunchAttributes switching each of `ids` on, for the
+    `attrs` and `numAttrs` of a CUlaunchConfig; (None, 0, 0) for none."""
+    if not ids:
+        return None, 0, 0
+    buffer = ctypes.create_string_buffer(LAUNCH_ATTRIBUTE_BYTES * len(ids))
+    for i, attribute in enumerate(ids):
+        struct.pack_into("=I4xi", buffer, LAUNCH_ATTRIBUTE_BYTES * i, attribute, 1)
+    return buffer, ctypes.addressof(buffer), len(ids)
 
 
 def raw_launch_function():

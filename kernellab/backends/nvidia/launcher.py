@@ -178,6 +178,13 @@ class CudaLauncher:
         self._launch = None
         self._raw_stream = None
         self.use_raw_launch = True  # warm path: cuLaunchKernelEx via ctypes when the driver has it
+        requested = [
+            driver.LAUNCH_ATTRIBUTE_COOPERATIVE if md.options.launch_cooperative_grid else None,
+            driver.LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            if md.options.launch_pdl else None,
+        ]
+        # launch attributes (cooperative grid, PDL): set through cuLaunchKernelEx only
+        self._attributes = driver.launch_attributes([a for a in requested if a is not None])
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -272,7 +279,9 @@ class CudaLauncher:
         """
         device, use_torch = where
         fn = self.function(device)
-        if self._converters or self.debug or driver.device_count() > 1:
+        _, attrs, nattrs = self._attributes
+        raw = driver.raw_launch_function() if self.use_raw_launch else None
+        if self._converters or self.debug or driver.device_count() > 1 or (nattrs and raw is None):
             # converted scalars, a synchronizing debug launch, or a context to make current on
             # every launch (several GPUs): the general path
             def launch_general(args, gx, gy, gz):
@@ -284,7 +293,6 @@ class CudaLauncher:
         lock = self._lock  # the buffer is shared: pack and launch as one step
         threads, shared, params = self.threads, self.shared, self._params_address
         current_stream = self._stream_function() if use_torch else None
-        raw = driver.raw_launch_function() if self.use_raw_launch else None
         if raw is None:
             launch = self._launch
 
@@ -309,7 +317,7 @@ class CudaLauncher:
             def launch_raw(args, gx, gy, gz):
                 with lock:
                     try:
-                        pack(buffer, 0, gx, gy, gz, threads, 1, 1, shared, 0, 0, 0, *args)
+                        pack(buffer, 0, gx, gy, gz, threads, 1, 1, shared, 0, attrs, nattrs, *args)
                     except struct.error:
                         raise self._argument_error(args) from None
                     err = raw(config, fn_ptr, params_ptr, None)
@@ -322,7 +330,7 @@ class CudaLauncher:
             stream = current_stream(device)
             with lock:
                 try:
-                    pack(buffer, 0, gx, gy, gz, threads, 1, 1, shared, stream, 0, 0, *args)
+                    pack(buffer, 0, gx, gy, gz, threads, 1, 1, shared, stream, attrs, nattrs, *args)
                 except struct.error:
                     raise self._argument_error(args) from None
                 err = raw(config, fn_ptr, params_ptr, None)
@@ -374,6 +382,18 @@ class CudaLauncher:
                 args[i] = convert(args[i])
         if len(args) != self.nargs:
             raise ArgumentError(f"{self.name} takes {self.nargs} arguments, got {len(args)}")
+        if self._attributes[2]:
+            self._launch_with_attributes(fn, args, grid, stream, device)
+        else:
+            self._launch_plain(fn, args, grid, stream, device)
+        if self.debug:
+            (err,) = driver._driver().cuStreamSynchronize(stream)
+            if err:
+                raise self._launch_error(err, grid, device, after=True)
+        return None
+
+    def _launch_plain(self, fn, args, grid, stream, device) -> None:
+        gx, gy, gz = grid
         with self._lock:
             try:
                 self._struct.pack_into(self._storage, 0, *args, *self._extras)
@@ -384,11 +404,27 @@ class CudaLauncher:
             )
         if err:
             raise self._launch_error(err, grid, device)
-        if self.debug:
-            (err,) = driver._driver().cuStreamSynchronize(stream)
-            if err:
-                raise self._launch_error(err, grid, device, after=True)
-        return None
+
+    def _launch_with_attributes(self, fn, args, grid, stream, device) -> None:
+        """A launch with the options' attributes (cooperative grid, PDL): cuLaunchKernelEx."""
+        raw = driver.raw_launch_function()
+        if raw is None:
+            raise driver.CudaError(
+                f"cuLaunchKernelEx({self.name})", 0, "UNAVAILABLE",
+                "launch_cooperative_grid and launch_pdl need cuLaunchKernelEx, which this driver "
+                "does not provide",
+                "Update the NVIDIA driver (CUDA 12 or later), or launch without these options",
+            )  # fmt: skip
+        pack, buffer, config, params = self._config_buffer()
+        _, attrs, nattrs = self._attributes
+        with self._lock:
+            try:
+                pack(buffer, 0, *grid, self.threads, 1, 1, self.shared, stream, attrs, nattrs, *args)
+            except struct.error:
+                raise self._argument_error(args) from None
+            err = raw(config, ctypes.c_void_p(int(fn)), params, None)
+        if err:
+            raise self._launch_error(err, grid, device)
 
     def _argument_error(self, args) -> ArgumentError:
         for i, (value, sig) in enumerate(zip(args, self.signature)):

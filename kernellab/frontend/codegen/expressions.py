@@ -28,6 +28,7 @@ from kernellab.frontend.errors import (
     SemanticError,
     UnsupportedLanguageConstruct,
 )
+from kernellab.frontend.semantic.tiles import TensorDescriptor
 from kernellab.frontend.values import (
     bind_to_builtin,
     const,
@@ -61,9 +62,10 @@ _PYTHON_BUILTINS = {
 
 @dataclass
 class _BoundMethod:
-    """`x.sum` before the call: a `tl` function with the tensor as its first argument."""
+    """`x.sum` (or `desc.load`) before the call: a `tl` function with the tensor (or the
+    descriptor) as its first argument."""
 
-    tensor: tl.tensor
+    tensor: Any
     function: Any
 
 
@@ -232,6 +234,8 @@ class ExpressionVisitor(VisitorBase):
         attr = node.attr
         if isinstance(base, tl.tensor):
             return self._tensor_attribute(base, attr)
+        if isinstance(base, TensorDescriptor) and attr in TensorDescriptor.METHODS:
+            return _BoundMethod(base, getattr(language, TensorDescriptor.METHODS[attr]))
         if isinstance(base, types.ModuleType):
             if not hasattr(base, attr):
                 public = [n for n in dir(base) if not n.startswith("_")]
@@ -337,9 +341,20 @@ class ExpressionVisitor(VisitorBase):
         cond = self._scalar_condition(cond, "if", node.test)
         then_block, else_block = Block(), Block()
         with self.builder.at_block(then_block):
-            then_value = self.semantic.to_tensor(for_semantic(self.visit(node.body)))
+            then_value = self.visit(node.body)
         with self.builder.at_block(else_block):
-            else_value = self.semantic.to_tensor(for_semantic(self.visit(node.orelse)))
+            else_value = self.visit(node.orelse)
+        if unwrap(then_value) is None and unwrap(else_value) is None:
+            # `f(x) if c else g(x)` for calls made for their effects: an scf.if with no results
+            for block in (then_block, else_block):
+                with self.builder.at_block(block):
+                    self.builder.create(scf.YieldOp())
+            self.builder.create(scf.IfOp(cond.handle, [], Region(then_block), Region(else_block)))
+            return const(None)
+        with self.builder.at_block(then_block):
+            then_value = self.semantic.to_tensor(for_semantic(then_value))
+        with self.builder.at_block(else_block):
+            else_value = self.semantic.to_tensor(for_semantic(else_value))
         if then_value.type != else_value.type:
             raise SemanticError(
                 f"the two sides of this conditional expression have different types, "
@@ -404,6 +419,12 @@ class ExpressionVisitor(VisitorBase):
                 f"{function.__name__} is a plain Python function and cannot be called from a "
                 f"kernel; decorate it with @kl.jit"
             )
+        if isinstance(function, type) and issubclass(function, tl.dtype):  # tl.pointer_type(...)
+            if is_runtime(args) or is_runtime(list(kwargs.values())):
+                raise SemanticError(f"{function.__name__}(...) needs compile-time arguments (dtypes)")
+            return function(*map(unwrap_deep, args), **{k: unwrap_deep(v) for k, v in kwargs.items()})
+        if function is builtins.tuple and len(args) == 1 and not kwargs and is_runtime(args):
+            return builtins.tuple(unwrap(args[0]))  # tl.tuple([a, b]): a tuple of kernel values
         if function is getattr or isinstance(function, types.MethodType):
             self._refuse_hidden_read(node, function, args)
         if function is isinstance:  # inspects Python objects, runtime values included

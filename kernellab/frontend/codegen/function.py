@@ -8,6 +8,7 @@ builds each specialization once as a private `tt.func`.
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -29,10 +30,22 @@ from kernellab.frontend.codegen.expressions import ExpressionVisitor
 from kernellab.frontend.codegen.statements import StatementVisitor
 from kernellab.frontend.errors import CompilationError, SemanticError
 from kernellab.frontend.semantic import Semantic
+from kernellab.frontend.semantic.tiles import TensorDescriptor, padding_value
 from kernellab.frontend.types import to_ir_type
-from kernellab.frontend.values import const, describe, is_runtime, show, unwrap, unwrap_deep
+from kernellab.frontend.values import (
+    Aggregate,
+    const,
+    describe,
+    is_runtime,
+    leaves,
+    map_leaves,
+    show,
+    unwrap,
+    unwrap_deep,
+)
 from kernellab.ir import tt
 from kernellab.language import core as tl
+from kernellab.language.argument_tree import ArgumentTree, root_parameter
 
 
 def generate_ttir(
@@ -116,9 +129,18 @@ class _CompilationUnit:
         return name
 
 
+def _is_arg(value: Any) -> bool:
+    return isinstance(value, Arg)
+
+
 def _spec_key(value: Any) -> tuple:
     if isinstance(value, Arg):
         return ("arg", value.type)
+    if leaves(value, _is_arg):  # a tuple or aggregate with runtime parts
+        if isinstance(value, Aggregate):
+            return ("aggregate", type(value), tuple(_spec_key(f) for f in value.fields()))
+        inner = unwrap(value)
+        return ("tuple", type(inner), tuple(_spec_key(v) for v in inner))
     value = unwrap_deep(value)
     try:
         hash(value)
@@ -150,6 +172,7 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         self.assigned_at = {}
         self.dropped = {}
         self.return_node = self.tree
+        self.leaf_names: dict[str, list[str]] = {}  # structured parameter → its leaves' names
 
     # -- the function ---------------------------------------------------------------------
 
@@ -165,7 +188,7 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
                 )
         nodes = {a.arg: a for a in args.posonlyargs + args.args}
         for what, names in (("signature", signature), ("constexprs", constexprs), ("attrs", attrs)):
-            unknown = [n for n in names if n not in nodes]
+            unknown = [n for n in names if root_parameter(n) not in nodes]
             if unknown:
                 raise self.error(
                     self.tree,
@@ -177,7 +200,11 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         params: list[tuple[str, Any]] = []
         for name, node in nodes.items():
             default = self.fn.signature.parameters[name].default
-            if name in constexprs:
+            if isinstance(constexprs.get(name), ArgumentTree):
+                tree = constexprs[name]
+                self.leaf_names[name] = [p for p in tree.leaf_paths(name) if p in signature]
+                params.append((name, self._structured(node, tree, name, signature, constexprs)))
+            elif name in constexprs:
                 params.append((name, tl.constexpr(constexprs[name])))
             elif name in signature:
                 params.append((name, Arg(self._arg_type(node, signature[name]))))
@@ -195,6 +222,26 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
                 )
         return params
 
+    def _structured(self, node, tree: ArgumentTree, path: str, signature, constexprs) -> Any:
+        """A tuple, NamedTuple or tensor descriptor argument rebuilt from its leaves (`Arg`s
+        for those in the signature, constants for the rest)."""
+        values = []
+        for i, child in enumerate(tree.children):
+            leaf = f"{path}.{i}"
+            if child is not None:
+                values.append(self._structured(node, child, leaf, signature, constexprs))
+            elif leaf in signature:
+                values.append(Arg(self._arg_type(node, signature[leaf])))
+            else:
+                values.append(tl.constexpr(constexprs[leaf]))
+        if tree.kind == "namedtuple":
+            return collections.namedtuple(tree.constants[0], tree.names)(*values)
+        if tree.kind == "tensor_descriptor":
+            block, padding = tree.constants
+            base, shape, strides = values
+            return TensorDescriptor(base, shape, strides, block, padding_value(padding))
+        return tuple(values)
+
     def _arg_type(self, node: ast.arg, ty: Any) -> tl.dtype:
         if isinstance(ty, str):
             try:
@@ -211,15 +258,23 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
 
     def build(self, name: str, params: list[tuple[str, Any]], visibility: str):
         """Generate the function body; return the `tt.func` and how callers read its results."""
-        runtime = [(n, v.type) for n, v in params if isinstance(v, Arg)]
+        runtime = [
+            (leaf_name, a.type)
+            for n, v in params
+            for leaf_name, a in zip(self.leaf_names.get(n, [n] * len(leaves(v, _is_arg))), leaves(v, _is_arg))
+        ]
         arg_types = [to_ir_type(t) for _, t in runtime]
         block = Block(arg_types=arg_types)
-        for (pname, ty), arg in zip(runtime, block.args):
-            name_value(arg, pname)
-            self.scope[pname] = tl.tensor(arg, ty)
+        block_args = iter(block.args)
         for pname, value in params:
-            if not isinstance(value, Arg):
+            if not leaves(value, _is_arg):
                 self.scope[pname] = const(unwrap(value))
+                continue
+            self.scope[pname] = map_leaves(
+                value, lambda a: tl.tensor(next(block_args), a.type), _is_arg
+            )
+            if isinstance(value, Arg):
+                name_value(self.scope[pname].handle, pname)
         self.constexpr_names = set(self.fn.constexpr_names)
         body = normalize_returns(self.tree.body, lambda node, msg: self.error(node, msg))
         self.builder.block = block
@@ -227,12 +282,12 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
             self.visit_statements(body)
         returned = self.scope.get(RETURN, Return((), False))
         with self.builder.at_loc(self._loc(self.return_node)):
-            handles = [v.handle for v in returned.values if isinstance(v, tl.tensor)]
+            handles = [t.handle for v in returned.values for t in leaves(v)]
             # A function that returns a runtime value (even an argument, `return a`) is
             # called; one that only computes constants needs no symbol.
             has_body = block.first_op is not None or bool(handles)
             self.builder.create(tt.ReturnOp(*handles))
-        results = [Arg(v.type) if isinstance(v, tl.tensor) else v for v in returned.values]
+        results = [map_leaves(v, lambda t: Arg(t.type)) for v in returned.values]
         func = tt.FuncOp(
             name,
             (arg_types, [h.type for h in handles]),
@@ -272,20 +327,15 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         operands = []
         for name, value in bound.arguments.items():
             value = const(value)
-            if isinstance(value, tl.tensor):
-                if name in fn.constexpr_names:
-                    raise SemanticError(
-                        f"parameter {name!r} of {fn.__name__} is tl.constexpr, but the argument "
-                        f"is {describe(value)}, known only at run time; pass a compile-time value "
-                        "or drop tl.constexpr from the parameter"
-                    )
-                params.append((name, Arg(value.type)))
-                operands.append(value.handle)
-            elif is_runtime(value):
+            if is_runtime(value) and name in fn.constexpr_names:
                 raise SemanticError(
-                    f"passing tuples of tensors to {fn.__name__} is not supported; pass the "
-                    "tensors as separate arguments"
+                    f"parameter {name!r} of {fn.__name__} is tl.constexpr, but the argument "
+                    f"is {describe(value)}, known only at run time; pass a compile-time value "
+                    "or drop tl.constexpr from the parameter"
                 )
+            if is_runtime(value):  # a tensor, or a tuple or aggregate passed as its tensors
+                params.append((name, map_leaves(value, lambda t: Arg(t.type))))
+                operands.extend(t.handle for t in leaves(value))
             else:
                 params.append((name, value))
         site = self.builder.loc
@@ -300,13 +350,16 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         if callee.has_body:
             call = tt.CallOp.create(
                 operands=operands,
-                result_types=[to_ir_type(r.type) for r in callee.results if isinstance(r, Arg)],
+                result_types=[
+                    to_ir_type(a.type) for r in callee.results for a in leaves(r, _is_arg)
+                ],
                 properties={"callee": SymbolRefAttr(callee.name)},
             )
             self.builder.create(call)
             results = iter(call.results)
         values = tuple(
-            tl.tensor(next(results), r.type) if isinstance(r, Arg) else r for r in callee.results
+            map_leaves(r, lambda a: tl.tensor(next(results), a.type), _is_arg)
+            for r in callee.results
         )
         if callee.is_tuple:
             return values

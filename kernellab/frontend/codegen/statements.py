@@ -32,7 +32,10 @@ from kernellab.frontend.values import (
     describe,
     is_number,
     is_runtime,
+    leaves,
+    map_leaves,
     show,
+    structure,
     unwrap,
     unwrap_deep,
 )
@@ -149,12 +152,6 @@ class StatementVisitor(VisitorBase):
             raise self.error(
                 node, "a kernel cannot return a value; store results through a pointer argument"
             )
-        for v in returned.values:
-            if is_runtime(v) and not isinstance(v, tl.tensor):
-                raise self.error(
-                    node,
-                    "returning nested tuples of tensors is not supported; return a flat tuple",
-                )
         self.scope[RETURN] = returned
         self.return_node = node
 
@@ -210,9 +207,7 @@ class StatementVisitor(VisitorBase):
         self.builder.create(if_op)
         results = iter(if_op.results)
         for name, values in merged.items():
-            values = [
-                tl.tensor(next(results), v.type) if isinstance(v, tl.tensor) else v for v in values
-            ]
+            values = [map_leaves(v, lambda t: tl.tensor(next(results), t.type)) for v in values]
             if name == RETURN:
                 self.scope[RETURN] = Return(tuple(values), then_scope[RETURN].is_tuple)
             else:
@@ -257,15 +252,18 @@ class StatementVisitor(VisitorBase):
                 if yielded is None:
                     merged[name].append(tv)
                 else:
-                    then_values.append(yielded[0])
-                    else_values.append(yielded[1])
+                    then_values.extend(leaves(yielded[0]))
+                    else_values.extend(leaves(yielded[1]))
                     merged[name].append(yielded[0])
         return merged, then_values, else_values
 
     def _branch_values(self, node, name, t, e, then_block, else_block):
-        """The pair of tensors the branches yield for `name`, or None for an equal constant."""
+        """The pair of values (tensors, or tuples or aggregates of them) the branches yield
+        for `name`, or None for an equal constant."""
         label = "the returned value" if name == RETURN else repr(name)
         where = node if name == RETURN else self.assigned_at.get(name, node)
+        if not isinstance(t, tl.tensor) and is_runtime(t) and structure(t) == structure(e):
+            return t, e
         if not is_runtime(t) and not is_runtime(e):
             if type(unwrap(t)) is type(unwrap(e)) and unwrap_deep(t) == unwrap_deep(e):
                 return None
@@ -323,58 +321,93 @@ class StatementVisitor(VisitorBase):
             return
         self._scf_for(node, loop)
 
-    def _loop_carried(self, body: list[ast.stmt]) -> list[tuple[str, tl.tensor]]:
-        """(name, value before the loop) of each live variable the loop body may assign."""
+    def _loop_carried(self, body: list[ast.stmt]) -> list[tuple[str, Any]]:
+        """(name, value before the loop) of each live variable the loop body may assign; a
+        tuple or aggregate of tensors is carried as its tensors."""
         carried = []
         for name, target in assigned_names(body).items():
             if name not in self.scope:
                 continue
             value = self.scope[name]
-            if not isinstance(value, tl.tensor):
+            if not is_runtime(value):
                 raise self.error(
                     target,
                     f"{name!r} holds {describe(value)} before the loop and is assigned inside it; "
                     "only tensors can change inside a runtime loop (initialize it with a tensor, "
                     "e.g. tl.zeros(...) or a number)",
                 )
+            value = self._numbers_as_tensors(value)
+            self.scope[name] = value
             carried.append((name, value))
         return carried
+
+    def _numbers_as_tensors(self, value: Any) -> Any:
+        """A carried tuple with its numbers made scalar tensors (as a number assigned to a name
+        is), so `(acc, 0)` can become `(acc, 1)` on the next iteration."""
+        if is_number(value):
+            return self.semantic.to_tensor(value)
+        inner = unwrap(value)
+        if isinstance(inner, (tuple, list)) and is_runtime(inner):
+            items = [self._numbers_as_tensors(v) for v in inner]
+            return type(inner)(*items) if hasattr(type(inner), "_fields") else type(inner)(items)
+        return value
+
+    @staticmethod
+    def _carried_types(carried) -> list:
+        return [t.handle.type for _, v in carried for t in leaves(v)]
+
+    @staticmethod
+    def _carried_handles(carried) -> list:
+        return [t.handle for _, v in carried for t in leaves(v)]
 
     def _yield_carried(self, node, carried) -> list:
         """The values to yield for the carried names, checked against their initial types."""
         handles = []
         for name, initial in carried:
-            value = self.scope[name]
-            if is_number(value):
-                value = self.semantic.to_tensor(value)
-            if not isinstance(value, tl.tensor) or value.type != initial.type:
+            value = self._numbers_as_tensors(self.scope[name])
+            if structure(value) != structure(initial):
                 raise self.error(
                     self.assigned_at.get(name, node),
                     f"loop-carried variable {name!r} changes type in the loop: it is "
-                    f"{show(initial.type)} before the loop but {describe(value)} after this "
+                    f"{describe(initial)} before the loop but {describe(value)} after this "
                     f"assignment; give it the same type on every iteration (e.g. with .to(...))",
                 )
-            handles.append(value.handle)
+            handles.extend(t.handle for t in leaves(value))
         return handles
+
+    @staticmethod
+    def _rebuilt(carried, handles) -> list[tuple[str, Any]]:
+        """Each carried name's value rebuilt around the next of `handles` (block arguments or
+        op results)."""
+        handles = iter(handles)
+        return [
+            (name, map_leaves(value, lambda t: tl.tensor(next(handles), t.type)))
+            for name, value in carried
+        ]
 
     def _enter_loop(self, block: Block, carried, offset: int) -> dict:
         saved = self.scope
         self.scope = dict(saved)
-        for (name, value), arg in zip(carried, block.args[offset:]):
-            name_value(arg, name)
-            self.scope[name] = tl.tensor(arg, value.type)
+        for name, value in self._rebuilt(carried, block.args[offset:]):
+            self._name_leaves(name, value)
+            self.scope[name] = value
         return saved
 
     def _exit_loop(self, node, saved: dict, carried, results) -> None:
         inner = self.scope
         self.scope = saved
-        for (name, value), result in zip(carried, results):
-            name_value(result, name)
-            self.scope[name] = tl.tensor(result, value.type)
+        for name, value in self._rebuilt(carried, results):
+            self._name_leaves(name, value)
+            self.scope[name] = value
         for name in inner.keys() - saved.keys():
             self.dropped[name] = (
                 f"it is only assigned inside the loop at line {self._loc(node).line}"
             )
+
+    @staticmethod
+    def _name_leaves(name: str, value: Any) -> None:
+        if isinstance(value, tl.tensor):
+            name_value(value.handle, name)
 
     def _scf_for(self, node: ast.For, loop) -> None:
         bounds = [loop.start, loop.end, loop.step]
@@ -398,7 +431,7 @@ class StatementVisitor(VisitorBase):
                 v if v.dtype == iv_type else self.semantic.cast(v, iv_type) for v in values
             )
         carried = self._loop_carried(node.body)
-        body = Block(arg_types=[to_ir_type(iv_type)] + [v.handle.type for _, v in carried])
+        body = Block(arg_types=[to_ir_type(iv_type)] + self._carried_types(carried))
         saved = self._enter_loop(body, carried, 1)
         with self.builder.at_block(body):
             iv = tl.tensor(body.args[0], iv_type)
@@ -410,7 +443,7 @@ class StatementVisitor(VisitorBase):
             handles = self._yield_carried(node, carried)
             with self.builder.at_loc(self._loc(node)):
                 self.builder.create(scf.YieldOp(*handles))
-        for_op = scf.ForOp(lb.handle, ub.handle, step.handle, [v.handle for _, v in carried], body)
+        for_op = scf.ForOp(lb.handle, ub.handle, step.handle, self._carried_handles(carried), body)
         for attr, value in (
             ("tt.num_stages", loop.num_stages),
             ("tt.loop_unroll_factor", loop.loop_unroll_factor),
@@ -428,7 +461,7 @@ class StatementVisitor(VisitorBase):
                 cls=UnsupportedLanguageConstruct,
             )
         carried = self._loop_carried(node.body)
-        arg_types = [v.handle.type for _, v in carried]
+        arg_types = self._carried_types(carried)
         before, after = Block(arg_types=arg_types), Block(arg_types=arg_types)
         saved = self._enter_loop(before, carried, 0)
         with self.builder.at_block(before):
@@ -452,7 +485,7 @@ class StatementVisitor(VisitorBase):
             handles = self._yield_carried(node, carried)
             self.builder.create(scf.YieldOp(*handles))
         while_op = scf.WhileOp(
-            [v.handle for _, v in carried], arg_types, Region(before), Region(after)
+            self._carried_handles(carried), arg_types, Region(before), Region(after)
         )
         self.builder.create(while_op)
         self._exit_loop(node, saved, carried, while_op.results)

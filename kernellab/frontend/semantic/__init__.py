@@ -17,12 +17,23 @@ other's builtins through `self` (a cast to bool compares with `not_equal`, `tl.a
 from kernellab.frontend.semantic.arithmetic import ArithmeticMixin
 from kernellab.frontend.semantic.debug import DebugMixin
 from kernellab.frontend.semantic.dot import DotMixin
+from kernellab.frontend.semantic.gpu_state import GpuStateMixin
 from kernellab.frontend.semantic.memory import MemoryMixin
 from kernellab.frontend.semantic.reductions import ReductionMixin
 from kernellab.frontend.semantic.shapes import ShapeMixin
+from kernellab.frontend.semantic.tiles import TileMixin
 
 
-class Semantic(ArithmeticMixin, ShapeMixin, MemoryMixin, ReductionMixin, DotMixin, DebugMixin):
+class Semantic(
+    ArithmeticMixin,
+    ShapeMixin,
+    MemoryMixin,
+    TileMixin,
+    ReductionMixin,
+    DotMixin,
+    DebugMixin,
+    GpuStateMixin,
+):
     """Builds IR for builtins and operators with Triton's typing rules.
 
     `Semantic(builder, call_function)`: `call_function(fn, args, kwargs)` comes from the visitor

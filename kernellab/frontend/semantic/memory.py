@@ -12,6 +12,7 @@ from functools import partialmethod
 
 from kernellab.frontend.errors import SemanticError
 from kernellab.frontend.semantic.base import SemanticBase
+from kernellab.frontend.semantic.tiles import BlockPointer
 from kernellab.frontend.types import to_ir_type
 from kernellab.frontend.values import is_number, show, unwrap
 from kernellab.ir import tt
@@ -89,16 +90,27 @@ class MemoryMixin(SemanticBase):
         eviction_policy,
         volatile,
     ) -> tl.tensor:
+        access = {
+            "cache": self._option(cache_modifier, _LOAD_CACHE, "cache_modifier"),
+            "evict": self._option(eviction_policy, _EVICTION, "eviction_policy"),
+            "volatile": bool(unwrap(volatile)),
+        }
+        if isinstance(pointer, BlockPointer):
+            if unwrap(mask) is not None or unwrap(other) is not None:
+                raise SemanticError(
+                    "a load through a block pointer takes boundary_check and padding_option, "
+                    "not mask and other; e.g. boundary_check=(0, 1), padding_option=\"zero\""
+                )
+            return self._block_pointer_load(pointer, boundary_check, padding_option, **access)
         ptr = self._pointer(pointer, "tl.load")
         if unwrap(boundary_check) or unwrap(padding_option):
             raise SemanticError(
-                "boundary_check and padding_option belong to block pointers, which kernellab does "
-                "not support; "
-                "mask the load instead (mask=offs < n, other=0)"
+                "boundary_check and padding_option belong to block pointers (tl.make_block_ptr); "
+                "mask a load through ordinary pointers instead (mask=offs < n, other=0)"
             )
-        cache = self._option(cache_modifier, _LOAD_CACHE, "cache_modifier")
-        evict = self._option(eviction_policy, _EVICTION, "eviction_policy")
-        mask_t = self._mask_for(ptr, mask, "tl.load")
+        return self._pointer_load(ptr, self._mask_for(ptr, mask, "tl.load"), other, **access)
+
+    def _pointer_load(self, ptr, mask_t, other, cache, evict, volatile=False) -> tl.tensor:
         if mask_t is None and unwrap(other) is not None:
             raise SemanticError(
                 "`other` is the value of masked-off lanes, so it needs a mask; pass mask=... or "
@@ -121,7 +133,7 @@ class MemoryMixin(SemanticBase):
             other_t.handle if other_t is not None else None,
             cache,
             evict,
-            bool(unwrap(volatile)),
+            volatile,
         )
         out = self._emit(op, ty)
         return self._cast(out, tl.int1) if is_bool else out
@@ -129,15 +141,27 @@ class MemoryMixin(SemanticBase):
     def store(
         self, pointer, value, mask, boundary_check, cache_modifier, eviction_policy
     ) -> None:
+        access = {
+            "cache": self._option(cache_modifier, _STORE_CACHE, "cache_modifier"),
+            "evict": self._option(eviction_policy, _EVICTION, "eviction_policy"),
+        }
+        if isinstance(pointer, BlockPointer):
+            if unwrap(mask) is not None:
+                raise SemanticError(
+                    "a store through a block pointer takes boundary_check, not mask; e.g. "
+                    "boundary_check=(0, 1)"
+                )
+            self._block_pointer_store(pointer, value, boundary_check, **access)
+            return
         ptr = self._pointer(pointer, "tl.store")
         if unwrap(boundary_check):
             raise SemanticError(
-                "boundary_check belongs to block pointers, which kernellab does not support; mask "
-                "the store instead (mask=offs < n)"
+                "boundary_check belongs to block pointers (tl.make_block_ptr); mask a store "
+                "through ordinary pointers instead (mask=offs < n)"
             )
-        cache = self._option(cache_modifier, _STORE_CACHE, "cache_modifier")
-        evict = self._option(eviction_policy, _EVICTION, "eviction_policy")
-        mask_t = self._mask_for(ptr, mask, "tl.store")
+        self._pointer_store(ptr, value, self._mask_for(ptr, mask, "tl.store"), **access)
+
+    def _pointer_store(self, ptr, value, mask_t, cache, evict) -> None:
         elem = ptr.dtype.element_ty
         if elem.is_bool():
             ptr, elem = self._int8_view(ptr), tl.int8

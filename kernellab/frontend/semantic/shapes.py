@@ -79,6 +79,8 @@ class ShapeMixin(SemanticBase):
                     "stretch a block"
                 )
             return self._splat(self._cast(value, dtype), shape)
+        if dtype.is_floating() and isinstance(python_value(value), float):
+            return self._constant(value, dtype, shape)  # as Triton: no detour through fp32
         return self._python_constant(value, dtype, shape)
 
     def zeros(self, shape, dtype) -> tl.tensor:

@@ -6,6 +6,7 @@
 - `access_view(...)`  the elements each program loads and stores (interpreter traces)
 - `sram_row(...)`     where a softmax row lives: registers per thread, shared memory across warps
 - `tile_walk(...)`    a matmul tile walking along K, with the bytes each step moves
+- `bitonic(...)`      tl.sort's network, each column coloured by where its pairs live
 
 Each explorer's drawing data comes from a pure function of its module (usable and tested
 without a display); displaying one shows the live widget plus a static HTML snapshot that a
@@ -13,6 +14,7 @@ saved notebook keeps. ipywidgets and matplotlib are imported only when an explor
 """
 
 from kernellab.lab.widgets.access import access_summary, access_view
+from kernellab.lab.widgets.bitonic_explorer import bitonic, bitonic_columns
 from kernellab.lab.widgets.layout_explorer import layout, layout_table
 from kernellab.lab.widgets.sram_row import row_residency, sram_row
 from kernellab.lab.widgets.swizzle_explorer import swizzle, swizzle_data
@@ -27,6 +29,8 @@ from kernellab.lab.widgets.tile_walk import tile_walk, tile_walk_data
 __all__ = [
     "access_summary",
     "access_view",
+    "bitonic",
+    "bitonic_columns",
     "block_loads",
     "layout",
     "layout_table",

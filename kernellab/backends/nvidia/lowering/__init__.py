@@ -1,5 +1,6 @@
 """TTGIR → LLVM IR for NVIDIA GPUs: the LLVM lowering core (kernellab.backends.llvm) with the
-NVIDIA target (target.py) and the rules only NVIDIA has (debug.py: printf and assert; mma.py:
+NVIDIA target (target.py) and the rules only NVIDIA has (debug.py: printf and assert;
+gpu_state.py: assume, special registers, grid-dependency control; mma.py:
 tensor-core dots on mma.sync and their operands' ldmatrix loads, over the core's FMA dot and
 local_load).
 
@@ -11,11 +12,11 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
-from kernellab.backends.nvidia.lowering import async_copy, debug, mma, wgmma
+from kernellab.backends.nvidia.lowering import async_copy, debug, gpu_state, mma, wgmma
 from kernellab.backends.nvidia.lowering.target import NvidiaTarget
 from kernellab.ir import tt, ttg
 
-RULES = {**CORE_RULES, **debug.RULES, **mma.RULES, **wgmma.RULES, **async_copy.RULES}
+RULES = {**CORE_RULES, **debug.RULES, **mma.RULES, **wgmma.RULES, **async_copy.RULES, **gpu_state.RULES}
 SCRATCH = dict(CORE_SCRATCH)
 
 

@@ -1,0 +1,1 @@
+"""Host-side helpers Triton keeps in `triton.tools` (`tensor_descriptor.TensorDescriptor`)."""
