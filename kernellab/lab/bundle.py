@@ -48,6 +48,10 @@ class ViewInput:
     source: tuple[str, str, int] | None = None  # (text, filename, first line) override
     stages: list[str] | None = None  # stage tabs to show (None: every stage present)
 
+    def __post_init__(self):
+        if self.fn is None:  # a CompiledKernel knows the function it was compiled from
+            self.fn = getattr(self.ck, "function", None)
+
 
 def _jsonable(value):
     """JSON-safe copy: dict/list/str/int/float/bool/None kept; anything else by its repr."""
@@ -103,7 +107,7 @@ def compile_data(view: ViewInput) -> dict:
     src_text, filename, first_line = _source_of(view)
     notes = list(view.notes)
 
-    source_lines = SourceLines(ck, view.fn, filename)
+    source_lines = SourceLines(ck, filename)
     available = [s for s in ck.asm if s in STAGE_LANGUAGES and isinstance(ck.asm[s], str)]
     wanted = view.stages
     stages = []
