@@ -108,7 +108,10 @@ def compile_data(view: ViewInput) -> dict:
     notes = list(view.notes)
 
     source_lines = SourceLines(ck, filename)
-    available = [s for s in ck.asm if s in STAGE_LANGUAGES and isinstance(ck.asm[s], str)]
+    # stages made on demand (SASS through nvdisasm) count too: reading one makes it (None if
+    # the tool is missing, and the note below says what to install)
+    names = ck.asm.available() if hasattr(ck.asm, "available") else list(ck.asm)
+    available = [s for s in names if s in STAGE_LANGUAGES and isinstance(ck.asm[s], str)]
     wanted = view.stages
     stages = []
     if wanted is None or "source" in wanted:
@@ -122,7 +125,7 @@ def compile_data(view: ViewInput) -> dict:
         if wanted is not None and stage not in wanted:
             continue
         if stage not in available:
-            if wanted is not None:
+            if wanted is not None or (stage == "sass" and stage in names):
                 if md.get("target") == "interpreter":
                     missing[stage] = "needs the NVIDIA backend (the interpreter runs TTIR)"
                 elif md.get("failed_stage"):  # a partial compile (see compile_for_view)

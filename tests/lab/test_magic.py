@@ -359,3 +359,34 @@ def test_a_failing_later_stage_shows_the_stages_that_compiled(ip, monkeypatch):
         assert "frobnicate" in texts(captured)  # the text/plain rendering carries the note
         assert data["passes"][-1]["name"] == "lower" and data["passes"][-1]["stage"] == "llir"
         assert data["timings"]["cache_hit"] is False
+
+
+@pytest.mark.parametrize("with_nvdisasm", [True, False], ids=["nvdisasm", "no-nvdisasm"])
+def test_sass_tab_when_nvdisasm_exists_else_a_note(ip, monkeypatch, with_nvdisasm):
+    from kernellab.backends.nvidia import sass
+    from kernellab.lab.compiling import nvidia_available
+
+    if not nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    if with_nvdisasm and sass.find_nvdisasm() is None:
+        pytest.skip("nvdisasm is not installed (pip install nvidia-cuda-nvdisasm)")
+    if not with_nvdisasm:
+        monkeypatch.setattr(sass, "find_nvdisasm", lambda: None)
+    name = f"add_sass_{with_nvdisasm}"
+    cell = ADD.format(
+        flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=256 --target sm_90 --force', name=name, op="+"
+    )
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None
+    data = bundles(captured)[0][MIME]
+    names = [s["name"] for s in data["stages"]]
+    if with_nvdisasm:
+        assert names[-1] == "sass"
+        sass_stage = data["stages"][-1]
+        assert "LDG" in sass_stage["text"] and "STG" in sass_stage["text"]
+        text = sass_stage["text"].splitlines()
+        stores = [sass_stage["lines"][i] for i, line in enumerate(text) if "STG" in line]
+        assert set(stores) == {cell_line(cell, "tl.store")}
+    else:
+        assert "sass" not in names
+        assert any("SASS" in n and "nvdisasm" in n for n in data["notes"]), data["notes"]
