@@ -89,7 +89,7 @@ def test_l2_large_enough_to_hold_everything_reads_each_block_once():
 
 
 def test_tile_order_explorer_redraws_on_step_and_group_size():
-    e = tile_order.tile_order(simulate=False)
+    e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9, simulate=False)
     assert (e.data.row_major.blocks, e.data.grouped.blocks) == (90, 54)
     first_png = e.png
     e.controls["step"].value = 20
@@ -100,6 +100,24 @@ def test_tile_order_explorer_redraws_on_step_and_group_size():
     e.controls["M"].value = 4 * 64  # a smaller grid: the step slider is clamped to the programs
     assert e.controls["step"].max == 4 * 9 and e.data.grouped.step == 20
     assert_snapshot(e)
+
+
+def test_tile_order_defaults_exceed_l2_so_the_orders_differ():
+    """The defaults are the tutorial's sizes: A and B larger than L2, grouped order wins."""
+    e = tile_order.tile_order()
+    rm, g = e.data.l2
+    assert rm.min_bytes > 50 * 2**20
+    assert g.hit_rate > rm.hit_rate + 0.05 and g.dram_bytes < rm.dram_bytes
+    assert "exceed the 50.0 MiB L2: row-major order moves" in e.caption(e.data)
+
+
+def test_tile_order_says_when_l2_holds_everything():
+    e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9)
+    rm, g = e.data.l2
+    assert rm.hit_rate == g.hit_rate and rm.dram_bytes == g.dram_bytes == rm.min_bytes
+    assert "L2 holds everything" in e.caption(e.data)
+    e.controls["l2_mb"].value = 0.25  # a smaller L2 than A and B: the verdict changes with it
+    assert "L2 holds everything" not in e.caption(e.data)
 
 
 def test_tile_order_explorer_reports_l2_simulation():
