@@ -378,3 +378,93 @@ def test_access_view_from_a_trace():
     assert view.data.shape == (8, 16) and (view.data.loads == 1).all()
     summary = access.access_summary(trace, "out_ptr", program=1)
     assert np.nonzero(summary.stores.ravel())[0].tolist() == list(range(64, 128))
+
+
+# -- the explorers on a compiled kernel (the layouts and swizzles the compiler chose) --------
+
+
+@pytest.fixture(scope="module")
+def compiled_matmul():
+    """Triton's tutorial matmul compiled for sm_80 (no GPU needed), blocks kept small."""
+    from kernellab.examples import matmul_kernel
+    from kernellab.lab.compiling import nvidia_available
+
+    if not nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    aligned = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
+    return kl.compile(
+        matmul_kernel, signature="*fp16,*fp16,*fp16," + ",".join(["i32"] * 9),
+        constexprs=dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, GROUP_SIZE_M=8, ACTIVATION=""),
+        attrs={n: {"tt.divisibility": 16} for n in aligned}, target="sm_80", num_warps=4,
+    )  # fmt: skip
+
+
+def test_kernel_layouts_lists_every_layout_of_the_ttgir(compiled_matmul):
+    from kernellab.layouts import from_encoding
+    from kernellab.lab.kernel_layouts import kernel_layouts
+
+    found = kernel_layouts(compiled_matmul)
+    kinds = {item.kind for item in found}
+    assert {"blocked", "slice", "nvidia_mma", "dot_op", "swizzled_shared"} <= kinds
+    ttgir = compiled_matmul.asm["ttgir"]
+    for item in found:  # every layout is named as the TTGIR names it, and used there
+        assert item.name in ttgir and item.values and item.shapes
+        assert item.linear_layout().out_shape == tuple(item.shape) or item.shared
+        if not item.shared:
+            assert item.linear_layout() == from_encoding(item.encoding, item.shape)
+    mma = next(item for item in found if item.kind == "nvidia_mma")
+    assert "versionMajor = 2" in mma.text
+    assert len({item.name for item in found}) == len(found)  # distinct
+
+
+def test_shared_buffers_carry_the_compilers_swizzle_and_its_accesses(compiled_matmul):
+    """Each local_alloc's swizzle is the one best_swizzle picks for the accesses the lab shows
+    (one rule), and it serves the ldmatrix read in fewer wavefronts than no swizzle."""
+    from kernellab.layouts import best_swizzle
+    from kernellab.lab.kernel_layouts import shared_buffers
+
+    buffers = shared_buffers(compiled_matmul)
+    assert len(buffers) == 2 and all(b.elem_bytes == 2 and b.stages >= 1 for b in buffers)
+    for b in buffers:
+        assert [a.what.split(":")[0] for a in b.accesses] == ["write", "read"]
+        best, _ = best_swizzle([a.layout for a in b.accesses], b.elem_bytes)
+        record = best.encoding
+        assert (record.vec, record.per_phase, record.max_phase, tuple(record.order)) == tuple(b.params.values())
+        (_, w0, w1), (read, r0, r1) = swizzle.buffer_conflicts(b)
+        assert "ldmatrix" in read and r1 < r0 and w1 <= w0
+
+
+def test_swizzle_explorer_opens_on_a_compiled_kernel(compiled_matmul):
+    view = kl.lab.swizzle(compiled_matmul)
+    names = list(view.buffers)
+    caption = view.caption(view.data)
+    assert "wavefronts unswizzled" in caption and view.buffers[names[0]].encoding_name in caption
+    first_png = view.png
+    view.controls["access"].value = 1  # the ldmatrix read
+    assert view.data.pattern.startswith("read: ldmatrix")
+    assert view.data.before.wavefronts > view.data.after.wavefronts
+    view.controls["buffer"].value = names[1]
+    assert view.controls["access"].value == 0 and view.data.params["buffer"] == names[1]
+    assert view.png != first_png
+    assert_snapshot(view)
+    with pytest.raises(KeyError, match="no shared buffer"):
+        kl.lab.swizzle(compiled_matmul, "%nope")
+
+
+def test_layouts_explorer_draws_every_layout_of_a_compiled_kernel(compiled_matmul):
+    view = kl.lab.layouts(compiled_matmul)
+    pngs = set()
+    for name, item in view.layouts.items():
+        view.controls["layout"].value = name
+        assert name in view.caption(view.data)
+        if item.shared:
+            assert isinstance(view.data, swizzle.SwizzlePicture)
+        else:
+            assert view.data.tensor_shape == item.shape
+        pngs.add(view.png)
+    assert len(pngs) == len(view.layouts)
+    assert_snapshot(view)
+    with pytest.raises(ValueError, match="target='sm_90'"):
+        kl.lab.layouts(kl.compile(compiled_matmul.function, signature="*fp16,*fp16,*fp16," + ",".join(["i32"] * 9),
+                                  constexprs=dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16,
+                                                  GROUP_SIZE_M=1, ACTIVATION="")))  # fmt: skip

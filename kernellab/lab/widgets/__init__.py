@@ -1,6 +1,7 @@
 """Interactive explorers (ipywidgets 8 + matplotlib), one module each:
 
 - `layout(...)`       who holds each element of a tensor (blocked, slice, MMA, dot-operand)
+- `layouts(ck)`       every layout a compiled kernel's TTGIR uses, drawn the same way
 - `swizzle(...)`      shared-memory banks and conflicts, before and after swizzling
 - `tile_order(...)`   row-major vs grouped program order of a matmul, block loads, L2 hit rate
 - `access_view(...)`  the elements each program loads and stores (interpreter traces)
@@ -11,7 +12,7 @@ saved notebook keeps. ipywidgets and matplotlib are imported only when an explor
 """
 
 from kernellab.lab.widgets.access import access_summary, access_view
-from kernellab.lab.widgets.layout_explorer import layout, layout_table
+from kernellab.lab.widgets.layout_explorer import layout, layout_table, layouts
 from kernellab.lab.widgets.swizzle_explorer import swizzle, swizzle_data
 from kernellab.lab.widgets.tile_order_explorer import (
     block_loads,
@@ -26,6 +27,7 @@ __all__ = [
     "block_loads",
     "layout",
     "layout_table",
+    "layouts",
     "program_order",
     "simulate_l2",
     "swizzle",

@@ -489,6 +489,78 @@ class KernelLayoutView(Explorer):
         return _caption(data)
 
 
+class KernelLayoutsView(Explorer):
+    """Every distinct layout of a compiled kernel's TTGIR (blocked, slice, MMA, dot operand,
+    swizzled shared), drawn by the same kernellab.layouts code the compiler lowers with."""
+
+    title = "layouts of a compiled kernel"
+
+    def __init__(self, ck, name: str | None = None):
+        import ipywidgets as w
+
+        from kernellab.lab.kernel_layouts import kernel_layouts, shared_buffers
+
+        self.layouts = {item.name: item for item in kernel_layouts(ck)}
+        if not self.layouts:
+            raise ValueError("the TTGIR has no values with layouts")
+        self.buffers = {b.encoding: b for b in shared_buffers(ck) if b.accesses}
+        if name is not None and name not in self.layouts:
+            raise KeyError(f"no layout {name} in the TTGIR; its layouts: {', '.join(self.layouts)}")
+        options = [(f"{n}  ({item.kind}, {len(item.values)} values)", n) for n, item in self.layouts.items()]
+        controls = {"layout": w.Dropdown(options=options, value=name or next(iter(self.layouts)),
+                                         description="layout", layout=w.Layout(width="620px"))}  # fmt: skip
+        super().__init__(controls)
+
+    def compute(self, layout: str):
+        item = self.layouts[layout]
+        buffer = self.buffers.get(item.encoding) if item.shared else None
+        if buffer is not None:  # a shared layout: its buffer's banks under the dot-operand read
+            from kernellab.lab.widgets.swizzle_explorer import access_picture
+
+            read = buffer.accesses[-1]
+            return access_picture(read.layout, item.linear_layout(buffer.shape), buffer.elem_bytes,
+                                  read.what, {**buffer.params, "layout": layout})  # fmt: skip
+        pic = layout_table(item.linear_layout())
+        shapes = ", ".join("x".join(map(str, s)) for s in item.shapes)
+        pic.description = f"{item.name}: used by {len(item.values)} values ({shapes})\n{pic.description}"
+        return pic
+
+    def draw(self, data, fig) -> None:
+        if isinstance(data, LayoutPicture):
+            draw_layout(data, fig)
+        else:
+            from kernellab.lab.widgets.swizzle_explorer import draw_swizzle
+
+            draw_swizzle(data, fig)
+
+    def figsize(self, data):
+        if isinstance(data, LayoutPicture):
+            w_, h = _figsize(data)
+            return (w_, h + 0.3)
+        rows, cols = data.shape
+        return (12.0, min(12.0, 2.6 + 5.2 * rows / cols))
+
+    def caption(self, data) -> str:
+        if isinstance(data, LayoutPicture):
+            return _caption(data)
+        from kernellab.lab.widgets.swizzle_explorer import _caption as swizzle_caption
+
+        item = self.layouts[data.params["layout"]]
+        return (f"{item.name} = {item.text}, the shared layout of {', '.join(item.values)}\n"
+                f"{swizzle_caption(data)}\nkl.lab.swizzle(ck) shows every access of every buffer")  # fmt: skip
+
+
+def layouts(ck, name: str | None = None) -> KernelLayoutsView:
+    """Every distinct layout the compiler chose for `ck` (a CompiledKernel compiled for a GPU, or
+    a @kl.jit kernel's last compile), with a menu; `name` opens one (`"#mma"`)."""
+    from kernellab.lab.graphs import compiled_kernel
+
+    found = compiled_kernel(ck)
+    if found is None:
+        raise TypeError(f"layouts() takes a CompiledKernel (kl.compile(...)), not {type(ck).__name__}")
+    return KernelLayoutsView(found, name)
+
+
 def layout(*args, **kwargs):
     """The layout explorer.
 
@@ -510,11 +582,13 @@ def layout(*args, **kwargs):
 
 __all__ = [
     "KernelLayoutView",
+    "KernelLayoutsView",
     "LayoutExplorer",
     "LayoutPicture",
     "blocked_layout",
     "layout",
     "layout_of_value",
+    "layouts",
     "layout_table",
     "tensor_values",
 ]  # fmt: skip

@@ -133,16 +133,25 @@ def swizzle_data(vec, per_phase, max_phase, order, shape, elem_bytes, pattern, a
             f"{order[0]}: the XOR would leave the row; lower vec or maxPhase"
         )
     reg = access_layout(pattern, shape, elem_bytes, access_bytes)
-    plain = swizzled_shared(1, 1, 1, order, shape)
     swizzled = swizzled_shared(vec, per_phase, max_phase, order, shape)
+    params = {"vec": vec, "per_phase": per_phase, "max_phase": max_phase, "order": order,
+              "access_bytes": access_bytes}  # fmt: skip
+    return access_picture(reg, swizzled, elem_bytes, pattern, params, instruction)
+
+
+def access_picture(reg, swizzled, elem_bytes: int, pattern: str, params: dict,
+                   instruction: int = 0) -> SwizzlePicture:  # fmt: skip
+    """One warp's access `reg` (a register LinearLayout) on the shared layout `swizzled` and on
+    the unswizzled layout of the same order, with the swizzle best_swizzle picks for it."""
+    from kernellab.layouts import best_swizzle, swizzled_shared
+
+    shape = tuple(int(s) for s in swizzled.out_shape)
+    order = tuple(int(o) for o in swizzled.encoding.order)
+    plain = swizzled_shared(1, 1, 1, order, shape)
     before, n = _side(
         reg, plain, elem_bytes, instruction, "unswizzled " + str(plain.encoding or "")
     )
     after, _ = _side(reg, swizzled, elem_bytes, instruction, str(swizzled.encoding or ""))
-    params = {"vec": vec, "per_phase": per_phase, "max_phase": max_phase, "order": order,
-              "access_bytes": access_bytes}  # fmt: skip
-    from kernellab.layouts import best_swizzle
-
     best, results = best_swizzle([reg], elem_bytes)
     return SwizzlePicture(pattern, shape, elem_bytes, max(0, min(instruction, n - 1)), n, before, after, params,
                           str(best.encoding or best), max(r.max_ways for r in results))  # fmt: skip
@@ -274,17 +283,116 @@ class SwizzleExplorer(Explorer):
         return _caption(data)
 
 
-def swizzle(vec=8, per_phase=1, max_phase=8, order=(1, 0), shape=(32, 64), elem_bytes=2, pattern="column",
-            access_bytes=16):  # fmt: skip
-    """The swizzle explorer (defaults: a 32 x 64 fp16 tile read down a column, 16 bytes per lane)."""
-    return SwizzleExplorer(
-        vec, per_phase, max_phase, order, shape, elem_bytes, pattern, access_bytes
-    )
+def buffer_conflicts(buffer) -> list[tuple[str, int, int]]:
+    """(access, wavefronts unswizzled, wavefronts with the compiler's swizzle) per access of a
+    compiled kernel's shared buffer (kernellab.lab.kernel_layouts.SharedBuffer)."""
+    from kernellab.layouts import from_encoding, swizzled_shared
+    from kernellab.layouts.banks import analyze
+
+    chosen = from_encoding(buffer.encoding, buffer.shape)
+    plain = swizzled_shared(1, 1, 1, buffer.params["order"], buffer.shape)
+    return [
+        (a.what, int(analyze(a.layout, plain, buffer.elem_bytes).wavefronts.sum()),
+         int(analyze(a.layout, chosen, buffer.elem_bytes).wavefronts.sum()))
+        for a in buffer.accesses
+    ]  # fmt: skip
+
+
+class KernelSwizzleView(Explorer):
+    """The swizzle explorer on a compiled kernel: its shared buffers, each access the compiler
+    modelled when it chose the buffer's swizzle, and the bank conflicts without and with it."""
+
+    title = "swizzle of a compiled kernel"
+
+    def __init__(self, ck, buffer: str | None = None):
+        import ipywidgets as w
+
+        from kernellab.lab.kernel_layouts import shared_buffers
+
+        self.buffers = {b.name: b for b in shared_buffers(ck) if b.accesses}
+        if not self.buffers:
+            raise ValueError(
+                "this kernel's TTGIR stages no tile through a swizzled shared buffer for a dot "
+                "(no ttg.local_alloc read as a dot operand); a tl.dot kernel compiled for sm_80 "
+                "or sm_90 has them"
+            )
+        if buffer is not None and buffer not in self.buffers:
+            raise KeyError(f"no shared buffer {buffer}; the kernel's: {', '.join(self.buffers)}")
+        first = self.buffers[buffer or next(iter(self.buffers))]
+        style = {"description_width": "initial"}
+        controls = {
+            "buffer": w.Dropdown(options=[(b.label, n) for n, b in self.buffers.items()], value=first.name,
+                                 description="buffer", style=style, layout=w.Layout(width="560px")),
+            "access": w.Dropdown(options=self._access_options(first), value=0, description="access",
+                                 style=style, layout=w.Layout(width="560px")),
+            "instruction": w.IntSlider(value=0, min=0, max=0, description="instruction"),
+        }  # fmt: skip
+        super().__init__(controls, [["buffer"], ["access", "instruction"]])
+
+    @staticmethod
+    def _access_options(buffer):
+        return [(a.what, i) for i, a in enumerate(buffer.accesses)]
+
+    def compute(self, buffer, access, instruction) -> SwizzlePicture:
+        from kernellab.layouts import from_encoding
+
+        b = self.buffers[buffer]
+        menu = self.controls["access"]
+        if [o[0] for o in menu.options] != [a.what for a in b.accesses]:  # another buffer
+            menu.unobserve(self._on_change, names="value")
+            menu.options = self._access_options(b)
+            menu.value = access = 0
+            menu.observe(self._on_change, names="value")
+        chosen = from_encoding(b.encoding, b.shape)
+        pic = access_picture(b.accesses[access].layout, chosen, b.elem_bytes, b.accesses[access].what,
+                             {**b.params, "buffer": b.name}, instruction)  # fmt: skip
+        slider = self.controls["instruction"]
+        if slider.max != pic.num_instructions - 1:
+            slider.unobserve(self._on_change, names="value")
+            slider.max = pic.num_instructions - 1
+            slider.value = pic.instruction
+            slider.observe(self._on_change, names="value")
+        return pic
+
+    def draw(self, data, fig) -> None:
+        draw_swizzle(data, fig)
+
+    def figsize(self, data):
+        rows, cols = data.shape
+        return (12.0, min(12.0, 2.6 + 5.2 * rows / cols))
+
+    def caption(self, data) -> str:
+        b = self.buffers[data.params["buffer"]]
+        lines = [f"{b.label} (the compiler's choice: {b.encoding_name} = vec {b.params['vec']}, perPhase "
+                 f"{b.params['per_phase']}, maxPhase {b.params['max_phase']}, order {list(b.params['order'])})"]  # fmt: skip
+        for what, before, after in buffer_conflicts(b):
+            lines.append(f"  {what}: {before} wavefronts unswizzled, {after} with {b.encoding_name}")
+        lines.append(f"shown: {_caption(data)}")
+        return "\n".join(lines)
+
+
+def swizzle(*args, **kwargs):
+    """The swizzle explorer.
+
+    - `swizzle(vec=8, per_phase=1, max_phase=8, order=[1, 0], shape=[32, 64], elem_bytes=2,
+      pattern="column", access_bytes=16)`: controls for any swizzle and access pattern
+      (defaults: a 32 x 64 fp16 tile read down a column, 16 bytes per lane);
+    - `swizzle(ck)` or `swizzle(ck, "%59")`: a compiled kernel's shared buffers, with the swizzle
+      the compiler chose and the bank conflicts of its accesses without and with it.
+    """
+    from kernellab.lab.graphs import compiled_kernel
+
+    if args and not isinstance(args[0], int) and compiled_kernel(args[0]) is not None:
+        return KernelSwizzleView(compiled_kernel(args[0]), *args[1:], **kwargs)
+    return SwizzleExplorer(*args, **kwargs)
 
 
 __all__ = [
     "PATTERNS",
+    "KernelSwizzleView",
     "SwizzleExplorer",
+    "access_picture",
+    "buffer_conflicts",
     "SwizzlePicture",
     "access_layout",
     "swizzle",
