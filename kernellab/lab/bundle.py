@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from kernellab.lab.line_maps import SourceLines
+from kernellab.lab.pass_reasons import why_unchanged
 from kernellab.lab.kernel_resources import resources
 
 SCHEMA_VERSION = 1
@@ -147,14 +148,16 @@ def compile_data(view: ViewInput) -> dict:
         notes.append(f"{STAGE_TITLES[stage]}: {reason}.")
 
     passes = []
-    stage = "ttir"
+    stage, before = "ttir", ""
     for record in ck.passes:
         stage = _pass_stage(record, stage)
+        why = None if record.changed else why_unchanged(record.name, before)
         passes.append({
             "name": record.name, "stage": stage, "ir": record.ir_after or "",
             "changed": bool(record.changed), "seconds": float(record.seconds),
-            "summary": record.summary,
+            "summary": record.summary, "why": why,
         })  # fmt: skip
+        before = record.ir_after or before
 
     times = {k: float(v) for k, v in md.times.items()}
     cache_hit = view.cache_hit if view.cache_hit is not None else bool(md.cache_hit)

@@ -427,3 +427,23 @@ def test_gpu_compile_labels_llvm_and_ptxas_passes(monkeypatch, tmp_path):
     html = kernel_view.view(ck).bundle["text/html"]
     heads = re.findall(r'kl-pass-name"[^>]*>\d+\. ([\w.+-]+)</span> <span class="kl-pass-stage"[^>]*>\[(\w+)\]', html)
     assert ("llvm-O3", "llir") in heads and ("nvptx-codegen", "ptx") in heads and ("ptxas", "cubin") in heads
+
+
+def test_viewer_says_why_coalesce_changed_nothing(monkeypatch, tmp_path):
+    """Without alignment facts coalesce keeps 1 element per thread; the viewer says which facts
+    (alignment, mask constancy) limited it. With them it changes the IR and needs no reason."""
+    if not compiling.nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    kwargs = dict(signature=SIG, constexprs={"BLOCK": 1024}, target="sm_90")
+    plain = kernel_view.view(kl.compile(scale_kernel, **kwargs))
+    (coalesce,) = [p for p in plain.data["passes"] if p["name"] == "coalesce"]
+    assert not coalesce["changed"]
+    assert "1 element per thread" in coalesce["why"] and "4-byte aligned" in coalesce["why"]
+    assert "mask is known constant only in runs of 1" in coalesce["why"]
+    assert "Why no change: the axis analysis gives tt.load" in plain.bundle["text/html"]
+    attrs = {n: {"tt.divisibility": 16} for n in ("x_ptr", "out_ptr", "n")}
+    aligned = kernel_view.view(kl.compile(scale_kernel, attrs=attrs, **kwargs))
+    (coalesce,) = [p for p in aligned.data["passes"] if p["name"] == "coalesce"]
+    assert coalesce["changed"] and coalesce["why"] is None
+    assert all(p["why"] is None for p in aligned.data["passes"] if p["changed"])
