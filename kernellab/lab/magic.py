@@ -635,13 +635,18 @@ class BenchResult:
 
 
 def load_ipython_extension(ip) -> None:
-    """`%load_ext kernellab`: register `%%kernel`."""
+    """`%load_ext kernellab`: register `%%kernel`, and show errors of kernel launches like
+    compile errors (kernellab.lab.launch_errors)."""
+    from kernellab.lab.launch_errors import register
+
     ip.register_magics(KernelMagics)
+    register(ip)
 
 
 def unload_ipython_extension(ip) -> None:
     magics = ip.magics_manager.magics.get("cell", {})
     magics.pop("kernel", None)
+    ip.set_custom_exc((), None)
 
 
 __all__ = [

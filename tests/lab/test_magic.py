@@ -390,3 +390,61 @@ def test_sass_tab_when_nvdisasm_exists_else_a_note(ip, monkeypatch, with_nvdisas
     else:
         assert "sass" not in names
         assert any("SASS" in n and "nvdisasm" in n for n in data["notes"]), data["notes"]
+
+
+LAUNCHES = """@kl.jit
+def add_unmasked(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x)
+
+
+@kl.jit
+def assert_small(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.device_assert(x < 0.5, "x must be small")
+"""
+
+
+@pytest.mark.parametrize("launch, words", [
+    ("add_unmasked[(kl.cdiv(n, 256),)](xs, np.empty_like(xs), n, BLOCK=256)",
+     ["OutOfBoundsError while launching a kernel", "x = tl.load(x_ptr + offs)", "element index 1000",
+      "kl.lab.access_view(add_unmasked, (kl.cdiv(n, 256),), xs, np.empty_like(xs), n, BLOCK=256)"]),
+    ("assert_small[(1,)](xs + 1, n, BLOCK=16)",
+     ["DeviceAssertionError while launching a kernel", 'tl.device_assert(x < 0.5, "x must be small")',
+      "x must be small", "kl.lab.access_view(assert_small, (1,), xs + 1, n, BLOCK=16)"]),
+    ("add_unmasked[(4,)](xs, np.empty_like(xs), BLOCK=256)",
+     ["TypeError while launching a kernel", "is missing 'n'"]),
+], ids=["out-of-bounds", "device-assert", "bad-arguments"])  # fmt: skip
+def test_launch_errors_render_like_compile_errors(ip, launch, words):
+    """The cell line with a caret, the kernel line, the message; no internal frames; the access
+    view one call away; %xmode Verbose brings the frames back."""
+    run(ip, "import numpy as np\nimport kernellab as kl\nimport kernellab.language as tl")
+    run(ip, LAUNCHES)
+    run(ip, "n = 1000\nxs = np.random.default_rng().random(n, dtype=np.float32)")
+    cell = f"first = 1\n{launch}\n"
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is not None
+    text = captured.stdout + captured.stderr
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if "while launching a kernel" in line)
+    assert "line 2)" in lines[head]  # the launch is line 2 of the cell
+    assert lines[head + 1].strip() == launch and set(lines[head + 2].strip()) == {"^"}
+    for word in words:
+        assert word in text, (word, text)
+    assert "kernellab/runtime" not in text and "Traceback" not in text and "/tmp/" not in text
+    run(ip, "%xmode Verbose")
+    try:
+        _, verbose = run(ip, cell)
+    finally:
+        run(ip, "%xmode Context")
+    assert "Traceback" in verbose.stdout + verbose.stderr
+    assert "runtime" in verbose.stdout + verbose.stderr
+
+
+def test_errors_in_the_users_own_code_keep_their_traceback(ip):
+    result, captured = run(ip, "def f():\n    raise ValueError('mine')\nf()")
+    assert isinstance(result.error_in_exec, ValueError)
+    text = captured.stdout + captured.stderr
+    assert "while launching a kernel" not in text and "mine" in text and "Traceback" in text
