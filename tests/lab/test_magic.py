@@ -226,7 +226,11 @@ def test_bench_shows_both_times_and_ratio(ip):
     plain, html = bench[0].data["text/plain"], bench[0].data["text/html"]
     assert "add_bench" in plain and "numpy" in plain and plain.count(" ms") == 2 and "×" in plain
     assert "<table" in html and "x + y" in html
+    # on the interpreter the times are labelled as numpy's, and no speed is claimed
+    assert "interpreter times" in plain and "runs at" not in plain and "says nothing" in html
     assert BenchResult("k", "ref", "e", 2.0, 1.0, "interpreter").ratio == 0.5
+    gpu = BenchResult("k", "torch", "e", 2.0, 1.0, "GPU")._repr_mimebundle_()
+    assert "k runs at 0.50× the speed of torch" in gpu["text/plain"]
 
 
 @pytest.mark.parametrize(
