@@ -325,6 +325,12 @@ def test_access_view_counts_elements_programs_and_masked_lanes():
     assert pic.loads.ravel()[:n].tolist() == [1] * n and pic.stores.sum() == 0
     assert pic.first_program.ravel()[:n].tolist() == (np.arange(n) // 256).tolist()
     assert [s.kind for s in pic.sites] == ["load"] and pic.masked == 1024 - n
+    # the masked lanes are drawn where they pointed: the cells past the end of the buffer
+    masked = pic.masked_lanes.ravel()
+    assert masked[:n].sum() == 0 and masked[n:].tolist() == [1] * (pic.shape[0] * 64 - n)
+    # the menus start on a value, not blank (an ipywidgets Dropdown shows None as no selection)
+    assert view.controls["program"].value == access.ALL and view.controls["program"].index == 0
+    assert view.controls["site"].value == access.EVERY_SITE and view.controls["site"].index == 0
     view.controls["arg"].value = "out_ptr"
     assert view.data.stores.ravel()[:n].sum() == n and view.data.loads.sum() == 0
     view.controls["program"].value = (1, 0, 0)
@@ -333,6 +339,9 @@ def test_access_view_counts_elements_programs_and_masked_lanes():
     for program in (2, 3):  # the last programs' lanes past n are masked (all of them when n <= 768)
         view.controls["program"].value = (program, 0, 0)
         assert view.data.masked == 256 - min(256, max(0, n - 256 * program))
+        assert view.data.masked_lanes.sum() == min(view.data.masked, pic.shape[0] * 64 - n)
+    view.controls["program"].value = access.ALL
+    assert view.data.program is None and view.data.stores.ravel()[:n].sum() == n
     assert_snapshot(view)
 
 
