@@ -276,12 +276,28 @@ def test_swizzle_explorer_changes_with_its_controls():
     assert e.data.after.ways == 4
     e.controls["max_phase"].value = 1  # no swizzle at all: after == before
     np.testing.assert_array_equal(e.data.after.bank, e.data.before.bank)
-    assert e.controls["instruction"].max == e.data.num_instructions - 1 > 0
-    e.controls["instruction"].value = 1  # the second instruction reads the second column chunk
+    # the slider counts instructions from 1, as the picture's title does
+    assert e.controls["instruction"].max == e.data.num_instructions > 1
+    e.controls["instruction"].value = 2  # the second instruction reads the second column chunk
+    assert e.data.instruction == 1 and "instruction 2 of" in _title(e)
     assert (e.data.before.lane[:, 8:16] >= 0).all() and (e.data.before.lane[:, :8] < 0).all()
+    e.controls["max_phase"].value = 8
+    column_total = e.data.after.wavefronts
     e.controls["pattern"].value = "ldmatrix"
-    assert e.data.pattern == "ldmatrix" and e.data.num_instructions == 1
+    # ldmatrix covers the whole 32 x 64 tile too (8 instructions of 16 x 16): totals compare
+    assert e.data.pattern == "ldmatrix" and e.data.num_instructions == 8
+    assert (e.data.before.lane >= 0).sum() == 16 * 16
+    assert e.data.after.wavefronts == column_total == 32 * 64 * 2 // 128
+    assert e.controls["instruction"].max == 8
     assert_snapshot(e)
+
+
+def _title(explorer) -> str:
+    from kernellab.lab.widgets.base import new_figure
+
+    fig = new_figure(*explorer.figsize(explorer.data))
+    explorer.draw(explorer.data, fig)
+    return fig._suptitle.get_text()
 
 
 # -- memory access ---------------------------------------------------------------------------

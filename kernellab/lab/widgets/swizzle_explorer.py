@@ -42,7 +42,12 @@ def access_layout(pattern: str, shape, elem_bytes: int, access_bytes: int = 16):
             raise ValueError(
                 f"ldmatrix.x4 reads a 16 x {2 * per_row} block; the tile {rows} x {cols} is smaller"
             )
+        # one ldmatrix.x4 reads a 16 x (2 * per_row) block; the warp's next instructions read
+        # the blocks beside it and below it, so the counts cover the whole tile like the
+        # other patterns (and the totals compare)
         registers = [(0, 1 << i) for i in range(per_row.bit_length() - 1)]
+        registers += [(0, c) for c in powers_of_two(2 * per_row, cols // 2)]
+        registers += [(r, 0) for r in powers_of_two(16, rows // 2)]
         lanes = [(1, 0), (2, 0), (4, 0), (8, 0), (0, per_row)]
         return LinearLayout({"register": registers, "lane": lanes, "warp": []}, (rows, cols))
     per_lane = max(1, min(access_bytes // elem_bytes, cols))
@@ -254,7 +259,7 @@ class SwizzleExplorer(Explorer):
             "elem_bytes": dd("bytes/element", [1, 2, 4], elem_bytes, "150px"),
             "pattern": dd("access", list(PATTERNS), pattern, "160px"),
             "access_bytes": dd("bytes/lane", [4, 8, 16], access_bytes, "140px"),
-            "instruction": w.IntSlider(value=0, min=0, max=0, description="instruction"),
+            "instruction": w.IntSlider(value=1, min=1, max=1, description="instruction"),
         }
         super().__init__(controls, [["vec", "per_phase", "max_phase", "order", "rows", "cols"],
                                     ["elem_bytes", "pattern", "access_bytes", "instruction"]])  # fmt: skip
@@ -262,13 +267,8 @@ class SwizzleExplorer(Explorer):
     def compute(self, vec, per_phase, max_phase, order, rows, cols, elem_bytes, pattern, access_bytes,
                 instruction) -> SwizzlePicture:  # fmt: skip
         pic = swizzle_data(vec, per_phase, max_phase, order, (rows, cols), elem_bytes, pattern, access_bytes,
-                           instruction)  # fmt: skip
-        slider = self.controls["instruction"]
-        if slider.max != pic.num_instructions - 1:
-            slider.unobserve(self._on_change, names="value")
-            slider.max = pic.num_instructions - 1
-            slider.value = pic.instruction
-            slider.observe(self._on_change, names="value")
+                           instruction - 1)  # fmt: skip
+        _fit_slider(self, pic)
         return pic
 
     def draw(self, data, fig) -> None:
@@ -281,6 +281,16 @@ class SwizzleExplorer(Explorer):
 
     def caption(self, data) -> str:
         return _caption(data)
+
+
+def _fit_slider(explorer: Explorer, pic: SwizzlePicture) -> None:
+    """The instruction slider counts from 1, as the picture's title does (instruction i of n)."""
+    slider = explorer.controls["instruction"]
+    if slider.max != pic.num_instructions or slider.value != pic.instruction + 1:
+        slider.unobserve(explorer._on_change, names="value")
+        slider.max = pic.num_instructions
+        slider.value = pic.instruction + 1
+        slider.observe(explorer._on_change, names="value")
 
 
 def buffer_conflicts(buffer) -> list[tuple[str, int, int]]:
@@ -325,7 +335,7 @@ class KernelSwizzleView(Explorer):
                                  description="buffer", style=style, layout=w.Layout(width="560px")),
             "access": w.Dropdown(options=self._access_options(first), value=0, description="access",
                                  style=style, layout=w.Layout(width="560px")),
-            "instruction": w.IntSlider(value=0, min=0, max=0, description="instruction"),
+            "instruction": w.IntSlider(value=1, min=1, max=1, description="instruction"),
         }  # fmt: skip
         super().__init__(controls, [["buffer"], ["access", "instruction"]])
 
@@ -345,13 +355,8 @@ class KernelSwizzleView(Explorer):
             menu.observe(self._on_change, names="value")
         chosen = from_encoding(b.encoding, b.shape)
         pic = access_picture(b.accesses[access].layout, chosen, b.elem_bytes, b.accesses[access].what,
-                             {**b.params, "buffer": b.name}, instruction)  # fmt: skip
-        slider = self.controls["instruction"]
-        if slider.max != pic.num_instructions - 1:
-            slider.unobserve(self._on_change, names="value")
-            slider.max = pic.num_instructions - 1
-            slider.value = pic.instruction
-            slider.observe(self._on_change, names="value")
+                             {**b.params, "buffer": b.name}, instruction - 1)  # fmt: skip
+        _fit_slider(self, pic)
         return pic
 
     def draw(self, data, fig) -> None:
