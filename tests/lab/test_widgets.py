@@ -141,6 +141,39 @@ def test_seed_layout_thread_0_owns_two_runs_of_eight():
     assert "sizePerThread = [1, 8]" in pic.description
 
 
+def test_broadcast_layouts_say_which_threads_share_an_element():
+    from kernellab.layouts import blocked, slice_layout
+
+    parent = blocked([1, 4], [8, 4], [4, 1], [1, 0], [32, 32])
+    rows = layout.layout_table(slice_layout(parent, 1))  # a row sum: 4 lanes hold each row
+    assert rows.threads_holding(0) == [0, 1, 2, 3] and rows.duplicated == 32
+    assert "element (0,) by threads 0, 1, 2, 3" in layout._caption(rows)
+    cols = layout.layout_table(slice_layout(parent, 0))  # every warp holds the same columns
+    assert set(np.unique(cols.warp)) == {0}
+    e = layout.layout(slice_layout(parent, 0), "columns")
+    from kernellab.lab.widgets.base import new_figure
+
+    fig = new_figure(*e.figsize(e.data))
+    e.draw(e.data, fig)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "warp 0" in legend and "warp 1" not in legend  # warps 1-3 hold copies only
+    assert "3 more warps hold copies only" in legend
+    labels = [t.get_text() for t in ax.texts]
+    assert labels and all("×" in t for t in labels) and not ax.collections[1:]  # no crosses
+
+
+def test_default_layout_picture_has_readable_labels():
+    from kernellab.lab.widgets.base import new_figure
+
+    e = layout.layout()
+    assert e.data.tensor_shape == (64, 32)  # one pass of the 8 warps: every thread once
+    fig = new_figure(*e.figsize(e.data))
+    e.draw(e.data, fig)
+    sizes = [t.get_fontsize() for t in fig.axes[0].texts]
+    assert len(sizes) == 256 and min(sizes) >= 6
+
+
 def test_layout_table_agrees_with_the_layout_object():
     rng = np.random.default_rng()
     ll = layout.blocked_layout([2, 2], [4, 8], [2, 2], [0, 1], [64, 64])
