@@ -556,8 +556,9 @@ class KernelLayoutsView(Explorer):
         if isinstance(data, LayoutPicture):
             w_, h = _figsize(data)
             return (w_, h + 0.3)
-        rows, cols = data.shape
-        return (12.0, min(12.0, 2.6 + 5.2 * rows / cols))
+        from kernellab.lab.widgets.swizzle_explorer import swizzle_figsize
+
+        return swizzle_figsize(data)
 
     def caption(self, data) -> str:
         if isinstance(data, LayoutPicture):

@@ -27,6 +27,13 @@ from kernellab.lab.widgets.base import Explorer, is_power_of_two, powers_of_two
 
 PATTERNS = ("row", "column", "ldmatrix")
 NUM_BANKS = 32
+ROW_INCHES = 0.17  # a row of the tile: room for a lane/bank label of 8 points
+MIN_LABEL_POINTS = 5.0  # smaller labels are left out (the caption and the bars give the counts)
+
+
+def swizzle_figsize(pic) -> tuple[float, float]:
+    """Figure size for a SwizzlePicture: rows tall enough to label, at most 14 inches."""
+    return (12.0, min(14.0, 2.4 + pic.shape[0] * ROW_INCHES))
 
 
 def access_layout(pattern: str, shape, elem_bytes: int, access_bytes: int = 16):
@@ -166,9 +173,7 @@ def draw_swizzle(pic: SwizzlePicture, fig) -> None:
     from matplotlib import colormaps
 
     rows, cols = pic.shape
-    axes = fig.subplots(
-        2, 2, gridspec_kw={"height_ratios": [max(rows / max(cols, 1), 0.25) * 3, 1]}
-    )
+    axes = fig.subplots(2, 2, gridspec_kw={"height_ratios": [max(rows * ROW_INCHES, 1.0), 1.2]})
     cmap = colormaps["hsv"]
     for k, side in enumerate((pic.before, pic.after)):
         ax, bar = axes[0][k], axes[1][k]
@@ -176,7 +181,7 @@ def draw_swizzle(pic: SwizzlePicture, fig) -> None:
         rgb = colors[side.bank] * 0.35 + 0.65  # faded banks everywhere
         read = side.lane >= 0
         rgb[read] = colors[side.bank[read]] * 0.9
-        ax.imshow(rgb, interpolation="nearest", aspect="equal")
+        ax.imshow(rgb, interpolation="nearest", aspect="auto")  # rows tall enough to label
         ax.set_title(f"{'before' if k == 0 else 'after'}: {side.label}\n"
                      f"{side.ways_shown}-way on this access, {side.ways}-way worst, "
                      f"{side.wavefronts} wavefronts in all", fontsize=8)  # fmt: skip
@@ -207,7 +212,7 @@ def _label_lanes(ax, side: BankSide, fig) -> None:
     bbox = ax.get_position()
     width, height = fig.get_size_inches()
     cell_w = bbox.width * width / cols * 72
-    cell_h = min(bbox.height * height / rows * 72, cell_w)
+    cell_h = bbox.height * height / rows * 72
     for i in range(rows):
         j = 0
         while j < cols:
@@ -220,8 +225,9 @@ def _label_lanes(ax, side: BankSide, fig) -> None:
                 run_w = (k - j + 1) * cell_w
                 for text in (f"L{lane} b{b0}" + (f"-{b1}" if b1 != b0 else ""), f"L{lane}"):
                     fs = min(8.0, cell_h * 0.8, run_w / (0.62 * len(text)))
-                    if fs >= 3.5:
-                        ax.text((j + k) / 2, i, text, ha="center", va="center", fontsize=fs)
+                    if fs >= MIN_LABEL_POINTS:  # a pale box keeps it readable on dark banks
+                        ax.text((j + k) / 2, i, text, ha="center", va="center", fontsize=fs,
+                                bbox={"boxstyle": "square,pad=0.05", "fc": "white", "alpha": 0.55, "lw": 0})  # fmt: skip
                         break
             j = k + 1
 
@@ -275,9 +281,7 @@ class SwizzleExplorer(Explorer):
         draw_swizzle(data, fig)
 
     def figsize(self, data):
-        rows, cols = data.shape
-        width = 12.0
-        return (width, min(12.0, 2.6 + (width / 2 - 0.8) * rows / cols))
+        return swizzle_figsize(data)
 
     def caption(self, data) -> str:
         return _caption(data)
@@ -363,8 +367,7 @@ class KernelSwizzleView(Explorer):
         draw_swizzle(data, fig)
 
     def figsize(self, data):
-        rows, cols = data.shape
-        return (12.0, min(12.0, 2.6 + 5.2 * rows / cols))
+        return swizzle_figsize(data)
 
     def caption(self, data) -> str:
         b = self.buffers[data.params["buffer"]]
