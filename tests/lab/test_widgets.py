@@ -313,6 +313,8 @@ def test_swizzle_explorer_changes_with_its_controls():
     assert e.controls["instruction"].max == e.data.num_instructions > 1
     e.controls["instruction"].value = 2  # the second instruction reads the second column chunk
     assert e.data.instruction == 1 and "instruction 2 of" in _title(e)
+    labels = _texts(e)  # one lane/bank label per lane the instruction reads, all readable
+    assert len(labels) == 32 and min(size for _, size in labels) >= swizzle.MIN_LABEL_POINTS
     assert (e.data.before.lane[:, 8:16] >= 0).all() and (e.data.before.lane[:, :8] < 0).all()
     e.controls["max_phase"].value = 8
     column_total = e.data.after.wavefronts
@@ -325,12 +327,21 @@ def test_swizzle_explorer_changes_with_its_controls():
     assert_snapshot(e)
 
 
-def _title(explorer) -> str:
+def _drawn(explorer):
     from kernellab.lab.widgets.base import new_figure
 
     fig = new_figure(*explorer.figsize(explorer.data))
     explorer.draw(explorer.data, fig)
-    return fig._suptitle.get_text()
+    return fig
+
+
+def _title(explorer) -> str:
+    return _drawn(explorer)._suptitle.get_text()
+
+
+def _texts(explorer) -> list[tuple[str, float]]:
+    """(text, font size) of the labels on the 'before' picture."""
+    return [(t.get_text(), t.get_fontsize()) for t in _drawn(explorer).axes[0].texts]
 
 
 # -- memory access ---------------------------------------------------------------------------
