@@ -242,7 +242,17 @@ def _caption(pic: SwizzlePicture) -> str:
     )
 
 
-class SwizzleExplorer(Explorer):
+class SwizzleView(Explorer):
+    """What the swizzle explorers share: a SwizzlePicture drawn before/after, sized to label."""
+
+    def draw(self, data, fig) -> None:
+        draw_swizzle(data, fig)
+
+    def figsize(self, data):
+        return swizzle_figsize(data)
+
+
+class SwizzleExplorer(SwizzleView):
     title = "swizzle explorer"
 
     def __init__(self, vec=8, per_phase=1, max_phase=8, order=(1, 0), shape=(32, 64), elem_bytes=2,
@@ -277,12 +287,6 @@ class SwizzleExplorer(Explorer):
         _fit_slider(self, pic)
         return pic
 
-    def draw(self, data, fig) -> None:
-        draw_swizzle(data, fig)
-
-    def figsize(self, data):
-        return swizzle_figsize(data)
-
     def caption(self, data) -> str:
         return _caption(data)
 
@@ -312,7 +316,7 @@ def buffer_conflicts(buffer) -> list[tuple[str, int, int]]:
     ]  # fmt: skip
 
 
-class KernelSwizzleView(Explorer):
+class KernelSwizzleView(SwizzleView):
     """The swizzle explorer on a compiled kernel: its shared buffers, each access the compiler
     modelled when it chose the buffer's swizzle, and the bank conflicts without and with it."""
 
@@ -363,12 +367,6 @@ class KernelSwizzleView(Explorer):
         _fit_slider(self, pic)
         return pic
 
-    def draw(self, data, fig) -> None:
-        draw_swizzle(data, fig)
-
-    def figsize(self, data):
-        return swizzle_figsize(data)
-
     def caption(self, data) -> str:
         b = self.buffers[data.params["buffer"]]
         lines = [f"{b.label} (the compiler's choice: {b.encoding_name} = vec {b.params['vec']}, perPhase "
@@ -399,6 +397,7 @@ __all__ = [
     "PATTERNS",
     "KernelSwizzleView",
     "SwizzleExplorer",
+    "SwizzleView",
     "access_picture",
     "buffer_conflicts",
     "SwizzlePicture",
