@@ -537,3 +537,18 @@ def test_layouts_explorer_draws_every_layout_of_a_compiled_kernel(compiled_matmu
         kl.lab.layouts(kl.compile(compiled_matmul.function, signature="*fp16,*fp16,*fp16," + ",".join(["i32"] * 9),
                                   constexprs=dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16,
                                                   GROUP_SIZE_M=1, ACTIVATION="")))  # fmt: skip
+
+
+def test_saved_notebook_without_widget_state_exports_the_snapshot():
+    """nbconvert (and any renderer without the widget's kernel) shows the explorer's snapshot."""
+    nbformat = pytest.importorskip("nbformat")
+    nbconvert = pytest.importorskip("nbconvert")
+    e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9)
+    bundle = e._repr_mimebundle_()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("kl.lab.tile_order(...)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    nb.cells = [cell]
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)  # no widget state saved
+    assert "kernellab-snapshot" in html and "data:image/png;base64," in html
+    assert "row-major loads 90 distinct blocks" in html
