@@ -62,11 +62,15 @@ async function kernelIdle() {
 }
 
 async function openNotebook() {
-  await page.goto(`${base}/lab/tree/${notebook}?token=${token}`);
+  // a workspace of its own: only this notebook open, whatever other tests left open
+  await page.goto(`${base}/lab/workspaces/kl-explorers/tree/${notebook}?token=${token}&reset`);
   await page.locator('.jp-NotebookPanel .jp-Notebook').first().waitFor({ timeout: 90000 });
   await page.waitForFunction(() => window.jupyterapp !== undefined, null, { timeout: 30000 });
-  // only this notebook open, and focused: the notebook commands act on it
-  await page.evaluate(() => window.jupyterapp.commands.execute('application:close-other-tabs'));
+  await page.waitForFunction(
+    name => window.jupyterapp.shell.currentWidget?.context?.path === name,
+    notebook,
+    { timeout: 30000 }
+  );
   await page.locator('.jp-NotebookPanel:visible .jp-Cell').first().click();
   await kernelIdle();
 }

@@ -206,6 +206,9 @@ def test_layout_explorer_changes_with_its_controls():
     assert list(e.controls["wpc0"].options) == [1, 2] and e.data.num_warps == 2
     e.controls["order"].value = (0, 1)
     assert "order = [0, 1]" in e.data.description
+    # the controls read as whole values: each menu names its entry, the readout the full lists
+    assert all("[" not in c.description and c.description != "," for c in e.controls.values())
+    assert "sizePerThread = [1, 4], threadsPerWarp = [32, 1], warpsPerCTA = [2, 1]" in e._derived.value
     e.controls["rows"].value = 16  # smaller than the layout's tile: elements are broadcast
     assert e.data.duplicated > 0 and e.data.owners.max() > 1
     assert_snapshot(e)

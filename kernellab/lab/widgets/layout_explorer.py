@@ -316,14 +316,14 @@ class LayoutExplorer(Explorer):
                               layout=w.Layout(width=width))  # fmt: skip
 
         controls = {
-            "spt0": dd("sizePerThread [", powers_of_two(1, 16), spt[0], "170px"),
-            "spt1": dd(",", powers_of_two(1, 16), spt[1], "80px"),
-            "tpw0": dd("threadsPerWarp [", powers_of_two(1, 32), tpw[0], "180px"),
+            "spt0": dd("sizePerThread, rows", powers_of_two(1, 16), spt[0], "200px"),
+            "spt1": dd("cols", powers_of_two(1, 16), spt[1], "110px"),
+            "tpw0": dd("threadsPerWarp, rows", powers_of_two(1, 32), tpw[0], "210px"),
             "warps": dd("num_warps", powers_of_two(1, 16), num_warps, "140px"),
-            "wpc0": dd("warpsPerCTA [", powers_of_two(1, num_warps), wpc[0], "160px"),
+            "wpc0": dd("warpsPerCTA, rows", powers_of_two(1, num_warps), wpc[0], "190px"),
             "order": dd("order", [("[1, 0]", (1, 0)), ("[0, 1]", (0, 1))], tuple(order), "130px"),
-            "rows": dd("shape [", powers_of_two(1, 256), shape[0], "130px"),
-            "cols": dd(",", powers_of_two(1, 256), shape[1], "80px"),
+            "rows": dd("shape: rows", powers_of_two(1, 256), shape[0], "150px"),
+            "cols": dd("cols", powers_of_two(1, 256), shape[1], "110px"),
         }
         if tpw[0] * tpw[1] != 32:
             raise ValueError(f"threadsPerWarp = {list(tpw)} must multiply to 32")
@@ -359,8 +359,10 @@ class LayoutExplorer(Explorer):
 
     def _show_derived(self) -> None:
         p = self.params(**self.values())
-        self._derived.value = (f"&nbsp; threadsPerWarp = {list(p['threads_per_warp'])}, "
-                               f"warpsPerCTA = {list(p['warps_per_cta'])}")  # fmt: skip
+        # the whole layout as the TTGIR writes it: the menus each set one entry of these lists
+        self._derived.value = (f"&nbsp; sizePerThread = {list(p['size_per_thread'])}, threadsPerWarp = "
+                               f"{list(p['threads_per_warp'])}, warpsPerCTA = {list(p['warps_per_cta'])}, "
+                               f"order = {list(p['order'])}, shape = {list(p['shape'])}")  # fmt: skip
 
     def compute(self, **values) -> LayoutPicture:
         return layout_table(blocked_layout(**self.params(**values)))
