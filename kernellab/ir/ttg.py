@@ -28,13 +28,17 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
@@ -238,6 +242,32 @@ class SwizzledSharedEncodingAttr(_Encoding):
     @property
     def rank(self) -> int:
         return len(self.order)
+
+
+@irdl_attr_definition
+class NVMMASharedEncodingAttr(_Encoding):
+    """Shared-memory layout the Hopper tensor cores read through descriptors: the contiguous dim
+    is cut into blocks of `swizzlingByteWidth` bytes, each block stored as rows of that many
+    bytes with 16-byte chunks XORed by the row (the hardware's 128/64/32-byte swizzle modes).
+    `transposed`: dim 0 is the contiguous one (else the last dim)."""
+
+    name = "ttg.nvmma_shared"
+    FIELDS = (
+        ("swizzlingByteWidth", "swizzle_bytes", _INT, None),
+        ("transposed", "transposed", _INT, 0),
+        ("elementBitWidth", "element_bits", _INT, None),
+    )
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (0, 1) if self.transposed else (1, 0)
+
+    @property
+    def rank(self) -> int:
+        return 2
+
+
+SHARED_ENCODINGS = (SwizzledSharedEncodingAttr, NVMMASharedEncodingAttr)
 
 
 @irdl_attr_definition
@@ -460,16 +490,132 @@ class LocalDeallocOp(IRDLOperation):
         super().__init__(operands=[src])
 
 
+
+# ------------------------------------------------------------------ asynchronous copies
+
+
+@irdl_attr_definition
+class AsyncTokenType(ParametrizedAttribute, TypeAttribute):
+    """`!ttg.async.token`: names a group of asynchronous copies, so that waits and the ops
+    reading their buffers can be seen to depend on them."""
+
+    name = "ttg.async.token"
+
+
+@irdl_op_definition
+class MemDescIndexOp(IRDLOperation):
+    """One buffer of a ring: `ttg.memdesc_index %ring[%i] : !ttg.memdesc<3x64x64xf16, ...> ->
+    !ttg.memdesc<64x64xf16, ...>`. The software pipeliner allocates `num_stages` copies of a
+    tile as one buffer with a leading dim and picks the copy an iteration uses at run time."""
+
+    name = "ttg.memdesc_index"
+    src = operand_def(MemDescType)
+    index = operand_def(i32)
+    result = result_def(MemDescType)
+    traits = traits_def(Pure())
+    assembly_format = "$src `[` $index `]` attr-dict `:` type($src) `->` type($result)"
+
+    def __init__(self, src: SSAValue, index: SSAValue):
+        t = src.type
+        view = MemDescType(t.shape[1:], t.element_type, t.encoding, t.memory_space, t.mutable)
+        super().__init__(operands=[src, index], result_types=[view])
+
+
+@irdl_op_definition
+class AsyncCopyGlobalToLocalOp(IRDLOperation):
+    """Global memory → a shared buffer without passing through registers (cp.async):
+    `%t = ttg.async_copy_global_to_local %ptrs, %buf mask %m : tensor<64x64x!tt.ptr<f16>,
+    #blocked> -> !ttg.memdesc<64x64xf16, ...>`. Masked-off elements are filled with zeros;
+    the data is there only after an async_wait that covers the copy's commit group."""
+
+    name = "ttg.async_copy_global_to_local"
+    src = operand_def(TensorType)
+    result = operand_def(MemDescType)
+    mask = opt_operand_def(TensorType)
+    token = result_def(AsyncTokenType)
+    irdl_options = (AttrSizedOperandSegments(),)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = (
+        "$src `,` $result (`mask` $mask^ `:` type($mask))? attr-dict `:` type($src) `->` type($result)"
+    )
+
+    def __init__(self, src: SSAValue, dst: SSAValue, mask: SSAValue | None = None):
+        super().__init__(
+            operands=[src, dst, [mask] if mask is not None else []],
+            result_types=[AsyncTokenType()],
+        )
+
+
+@irdl_op_definition
+class AsyncCommitGroupOp(IRDLOperation):
+    """Closes the group of asynchronous copies this thread issued since the last commit
+    (cp.async.commit_group); waits count groups."""
+
+    name = "ttg.async_commit_group"
+    tokens = var_operand_def(AsyncTokenType)
+    result = result_def(AsyncTokenType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$tokens attr-dict"
+
+    def __init__(self, tokens: Sequence[SSAValue] = ()):
+        super().__init__(operands=[list(tokens)], result_types=[AsyncTokenType()])
+
+
+@irdl_op_definition
+class AsyncWaitOp(IRDLOperation):
+    """Waits until at most `num` of the committed copy groups are still in flight, then makes
+    the finished copies visible to every thread of the program (cp.async.wait_group + a
+    barrier)."""
+
+    name = "ttg.async_wait"
+    tokens = var_operand_def(AsyncTokenType)
+    num = prop_def(IntegerAttr)
+    result = result_def(AsyncTokenType)
+    traits = traits_def(MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$tokens attr-dict"
+
+    def __init__(self, num: int, tokens: Sequence[SSAValue] = ()):
+        super().__init__(
+            operands=[list(tokens)],
+            result_types=[AsyncTokenType()],
+            properties={"num": IntegerAttr(num, i32)},
+        )
+
+    @property
+    def pending(self) -> int:
+        return self.num.value.data
+
+
+def memdesc_root(value: SSAValue) -> SSAValue:
+    """The buffer a memdesc value views: through ttg.memdesc_index to the ring's local_alloc."""
+    while isinstance(value.owner, MemDescIndexOp):
+        value = value.owner.src
+    return value
+
+
 TTG = Dialect(
     "ttg",
-    [ConvertLayoutOp, LocalAllocOp, LocalLoadOp, LocalStoreOp, LocalDeallocOp],
+    [
+        ConvertLayoutOp,
+        LocalAllocOp,
+        LocalLoadOp,
+        LocalStoreOp,
+        LocalDeallocOp,
+        MemDescIndexOp,
+        AsyncCopyGlobalToLocalOp,
+        AsyncCommitGroupOp,
+        AsyncWaitOp,
+    ],
     [
         BlockedEncodingAttr,
         SliceEncodingAttr,
         NvidiaMmaEncodingAttr,
         DotOperandEncodingAttr,
         SwizzledSharedEncodingAttr,
+        NVMMASharedEncodingAttr,
         SharedMemorySpaceAttr,
         MemDescType,
+        AsyncTokenType,
     ],
 )

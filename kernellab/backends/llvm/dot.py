@@ -20,7 +20,7 @@ import llvmlite.ir as ir
 
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.layout import Lay, coords_of, flat_of
-from kernellab.backends.llvm.shared_buffers import buffer_interval, smem_offset
+from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval, smem_offset
 from kernellab.backends.llvm.types import BF16, F16, F32, F64, I32, TV, bitwidth, float_suffix, is_fp8, llty
 from kernellab.ir import tt, ttg
 
@@ -61,7 +61,7 @@ def _operand_reader(ctx, value, tv, lay: Lay):
     live ranges: only one k-slice of A and B is held at a time; the local_load's own loads are
     dead); otherwise it is the register holding that element."""
     owner = value.owner
-    if isinstance(owner, ttg.LocalLoadOp) and owner.src in ctx.smem.buffers:
+    if isinstance(owner, ttg.LocalLoadOp) and ttg.memdesc_root(owner.src) in ctx.smem.buffers:
         buf = ctx.get(owner.src)
         b = ctx.b
         ety = llty(buf.elem)
@@ -75,7 +75,7 @@ def _operand_reader(ctx, value, tv, lay: Lay):
                 r = lay.reg_of_flat[f]
                 coords = [ctx.coord(lay, r, d) for d in range(lay.rank)]
                 off = smem_offset(ctx, buf, coords)
-                ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(off, I32(nbytes))))
+                ptr = ctx.smem_ptr(b.add(base_offset(ctx, buf), b.mul(off, I32(nbytes))))
                 v = b.load(ptr, typ=ety)
                 memo[f] = v
             return v

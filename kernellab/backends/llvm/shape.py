@@ -17,7 +17,13 @@ from kernellab.backends.llvm.convert import convert, convert_scratch_bytes
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.layout import Lay, coords_of, derived, flat_of
 from kernellab.backends.llvm.remap import pull_back
-from kernellab.backends.llvm.shared_buffers import buffer_interval, load_tensor, smem_buf_of, store_tensor
+from kernellab.backends.llvm.shared_buffers import (
+    buffer_interval,
+    load_tensor,
+    slot_of,
+    smem_buf_of,
+    store_tensor,
+)
 from kernellab.backends.llvm.types import I32, TV
 from kernellab.ir import tt, ttg
 
@@ -181,6 +187,10 @@ def _local_dealloc(ctx, op):
     pass
 
 
+def _memdesc_index(ctx, op):
+    ctx.set(op.result, slot_of(ctx, ctx.get(op.src), ctx.get(op.index)))
+
+
 # op class -> fn(ctx, op) emitting its LLVM IR
 RULES = {
     **{cls: _shape_op for cls in _CONVERSION_OPS},
@@ -190,6 +200,7 @@ RULES = {
     ttg.LocalStoreOp: _local_store,
     ttg.LocalLoadOp: _local_load,
     ttg.LocalDeallocOp: _local_dealloc,
+    ttg.MemDescIndexOp: _memdesc_index,
 }
 
 

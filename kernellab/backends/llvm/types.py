@@ -146,7 +146,9 @@ class TV:
 @dataclass
 class SmemBuf:
     """A shared-memory buffer (memdesc): byte offset in the dynamic shared array, its shape,
-    element type and the element offset function (row-major with `order`, optional swizzle)."""
+    element type and the element offset function (row-major with `order`, optional swizzle).
+    A slot of a ring (ttg.memdesc_index) adds `slot_offset`, an i32 byte offset known only at
+    run time; `offset` stays the ring's, a multiple of 16 like every slot's size."""
 
     offset: int
     shape: tuple[int, ...]
@@ -155,3 +157,5 @@ class SmemBuf:
     vec: int = 1
     per_phase: int = 1
     max_phase: int = 1
+    slot_offset: object = None
+    block_cols: int = 0  # NVMMA: the fastest dim cut into blocks this wide, one after another

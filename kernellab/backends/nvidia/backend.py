@@ -109,7 +109,28 @@ def make_options(target: str, **fields) -> NvidiaOptions:
 def _ttgir_stage(module, options) -> StageOutput:
     from kernellab.backends.nvidia.pipeline import make_ttgir
 
+    _refuse_amd_fp8(module)
     return module_stage_output(module, make_ttgir(module, options))
+
+
+def _refuse_amd_fp8(module) -> None:
+    """NVIDIA GPUs have no conversions for the fnuz fp8 formats (AMD's, as in Triton, whose CUDA
+    backend refuses them too); the interpreter runs such kernels."""
+    from xdsl.dialects import builtin
+
+    from kernellab.ir.tt import element_type
+
+    fnuz = {builtin.Float8E4M3FNUZType: "fp8e4b8", builtin.Float8E5M2FNUZType: "fp8e5b16"}
+    for op in module.walk():
+        for value in (*op.operands, *op.results):
+            t = element_type(value.type)
+            name = fnuz.get(type(getattr(t, "pointee", t)))  # fnuz values or pointers to them
+            if name is not None:
+                raise ValueError(
+                    f"{name} (torch's float8_{'e4m3' if name == 'fp8e4b8' else 'e5m2'}fnuz, an AMD "
+                    "format) has no NVIDIA lowering; run the kernel on the interpreter (CPU "
+                    "tensors or numpy arrays) or use fp8e4nv / fp8e5 (float8_e4m3fn / float8_e5m2)"
+                )
 
 
 def _llir_stage(module, options) -> StageOutput:
@@ -119,9 +140,32 @@ def _llir_stage(module, options) -> StageOutput:
     from kernellab.backends.nvidia.lowering import make_llir
 
     llvm_ir, facts = make_llir(module, options)  # name, num_warps, threads_per_block, shared, bar_syncs
+    _check_shared_memory(module, facts, options.target)
     first, last = header_lines(LaunchHeader(facts["name"], facts["shared"], facts["num_warps"]))
     text = f"{first}\n{llvm_ir}\n{last}\n"
     return StageOutput(CudaArtifact(facts["name"], llir=text, metadata=facts), text, [], metadata=dict(facts))
+
+
+def _check_shared_memory(module, facts, target: str) -> None:
+    """Refuse, while compiling, a kernel that needs more shared memory per block than `target`
+    has, saying what the software pipeline's rings take per stage."""
+    from kernellab.backends.nvidia.launcher import OutOfResources
+    from kernellab.backends.nvidia.limits import DEVICE_LIMITS
+    from kernellab.passes.ttgir.pipeline_loops import ring_slots
+
+    limits = DEVICE_LIMITS.get(target)
+    if limits is None or facts["shared"] <= limits["max_shared_per_block"]:
+        return
+    rings = ring_slots(module)
+    if rings:
+        slots = max(s for s, _ in rings)
+        per_slot = sum(b for _, b in rings)
+        advice = (f"The software pipeline's rings keep {slots} tiles of {per_slot} bytes "
+                  f"({slots * per_slot} bytes); lower num_stages or the BLOCK sizes.")  # fmt: skip
+    else:
+        advice = "Reduce the BLOCK sizes (fewer elements staged through shared memory)."
+    raise OutOfResources(facts["name"], f"shared memory on {target}", facts["shared"],
+                         limits["max_shared_per_block"], advice)  # fmt: skip
 
 
 def _ptx_stage(art: CudaArtifact, options) -> StageOutput:

@@ -5,10 +5,15 @@ ptx.py for LLVM's); every pipeline runs through the traced pass manager.
 ttgir stage, TTIR in, TTGIR with every layout chosen out:
 1. convert_to_ttgpuir        default layouts and module attributes (num_warps, target).
 2. coalesce                   memory ops get the layouts that vectorize and coalesce (AxisInfo).
-3. accelerate_matmul          dots with a tensor-core form get MMA v2 layouts (mma.sync).
+3. accelerate_matmul          dots with a tensor-core form get MMA v3 (wgmma, on sm_90a) or
+                              MMA v2 layouts (mma.sync).
 4. remove_layout_conversions  computations move into the memory ops' layouts.
 5. reduce_data_duplication    conversions into dot-operand layouts go through shared memory.
-6. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
+6. pipeline                   loops over dot operands (and loops asking with tl.range's
+                              num_stages) load the next num_stages-1 iterations' tiles with
+                              cp.async into rings of shared buffers while this one computes
+                              (fewer stages where the rings would not fit the target).
+7. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
                               rematerialization can leave duplicate index math, and folding
                               keeps each constant's layout.
 
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.nvidia.cubin import PTXAS, PtxAssembly
+from kernellab.backends.nvidia.limits import DEVICE_LIMITS
 from kernellab.backends.nvidia.ptx import (
     EMIT_PTX,
     OPTIMIZE_O3,
@@ -42,6 +48,7 @@ from kernellab.passes.ttgir import (
     accelerate_matmul,
     coalesce,
     convert_to_ttgpuir,
+    pipeline_loops,
     reduce_data_duplication,
     remove_layout_conversions,
 )
@@ -65,6 +72,7 @@ TTGIR_PASSES = [
     accelerate_matmul,
     remove_layout_conversions,
     reduce_data_duplication,
+    pipeline_loops,
     cse,
     canonicalize,
     dce,
@@ -82,7 +90,7 @@ def _option(options, name: str, default):
 
 def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassRecord]:
     """Run the TTGIR passes on `module` (TTIR) in place; options: target ("sm_80" | "sm_90"),
-    num_warps, num_ctas, debug (verify after each pass)."""
+    num_warps, num_ctas, num_stages, debug (verify after each pass)."""
     convert = _Configured(
         convert_to_ttgpuir.NAME,
         convert_to_ttgpuir.run,
@@ -92,7 +100,22 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
             "num_ctas": _option(options, "num_ctas", 1),
         },
     )
-    passes = [convert if p is convert_to_ttgpuir else p for p in TTGIR_PASSES]
+    limits = DEVICE_LIMITS.get(_option(options, "target", "sm_90"))
+    pipeline = _Configured(
+        pipeline_loops.NAME,
+        pipeline_loops.run,
+        {
+            "num_stages": _option(options, "num_stages", 3),
+            "shared_limit": limits["max_shared_per_block"] if limits else None,
+        },
+    )
+    accelerate = _Configured(
+        accelerate_matmul.NAME,
+        accelerate_matmul.run,
+        {"wgmma": _option(options, "target", "sm_90") == "sm_90a"},
+    )
+    configured = {convert_to_ttgpuir: convert, accelerate_matmul: accelerate, pipeline_loops: pipeline}
+    passes = [configured.get(p, p) for p in TTGIR_PASSES]
     verify = bool(_option(options, "debug", False))
     return PassManager(passes, trace=trace, verify=verify).run(module)
 

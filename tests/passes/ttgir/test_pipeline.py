@@ -84,14 +84,21 @@ def test_memory_bound_tutorials_need_no_conversions(kernel, signature, constexpr
     check_not(ir, ["ttg.convert_layout", "#blocked1"])
 
 
-def test_matmul_tutorial_stages_dot_operands_in_shared_memory():
+MATMUL_CONSTEXPRS = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8,
+                     "ACTIVATION": "leaky_relu", "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}  # fmt: skip
+MATMUL_ATTRS = {n: {"tt.divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K",
+                                                     "stride_am", "stride_bk", "stride_cm")}  # fmt: skip
+
+
+def matmul_ttgir(**options) -> str:
     matmul = tutorials.matmul_kernel.fn  # the autotuner's kernel
-    constexprs = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8,
-                  "ACTIVATION": "leaky_relu", "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}  # fmt: skip
-    attrs = {n: {"tt.divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K",
-                                                  "stride_am", "stride_bk", "stride_cm")}  # fmt: skip
-    _, records = ttgir(matmul, "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32", constexprs, attrs)
-    ir = records[-1].ir_after
+    signature = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
+    _, records = ttgir(matmul, signature, MATMUL_CONSTEXPRS, MATMUL_ATTRS, **options)
+    return records[-1].ir_after
+
+
+def test_matmul_tutorial_stages_dot_operands_in_shared_memory():
+    ir = matmul_ttgir(num_stages=1)
     check(ir, [
         "#blocked = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>",
         "#blocked1 = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>",
@@ -99,4 +106,29 @@ def test_matmul_tutorial_stages_dot_operands_in_shared_memory():
         "scf.for", "tt.load", "tt.load", "ttg.local_alloc %a", "ttg.local_load", "ttg.local_alloc %b",
         "ttg.local_load", "tt.dot", "scf.yield",
     ])  # fmt: skip
+    assert "async" not in ir
     assert ir.count("ttg.convert_layout") == 1  # the accumulator, into the store's layout
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_matmul_tutorial_pipelines_its_loads_over_num_stages(stages):
+    """Rings of `stages`-1 tiles; the prologue copies iterations 0..stages-2, one commit group
+    each; the loop waits for its own tile (stages-2 groups may stay in flight), reads its slot
+    and, once the dot has, refills it with the tile stages-1 iterations ahead; the epilogue
+    drains and frees."""
+    ir = matmul_ttgir(num_stages=stages)
+    prologue = ["ttg.async_copy_global_to_local %a_ptrs", "ttg.async_copy_global_to_local %b_ptrs",
+                "ttg.async_commit_group"] * (stages - 1)  # fmt: skip
+    check(ir, [
+        f"ttg.local_alloc : () -> !ttg.memdesc<{stages - 1}x64x32xf16, #shared, #smem, mutable>",
+        f"ttg.local_alloc : () -> !ttg.memdesc<{stages - 1}x32x64xf16, #shared1, #smem, mutable>",
+        *prologue,
+        "scf.for",
+        f"ttg.async_wait {{num = {stages - 2} : i32}}",
+        "ttg.memdesc_index", "ttg.memdesc_index", "ttg.local_load", "ttg.local_load", "tt.dot",
+        "ttg.async_copy_global_to_local", "ttg.async_copy_global_to_local", "ttg.async_commit_group",
+        "scf.yield",
+        "ttg.async_wait {num = 0 : i32}", "ttg.local_dealloc", "ttg.local_dealloc",
+    ])  # fmt: skip
+    assert "tt.load" not in ir and ir.count("ttg.async_copy_global_to_local") == 2 * stages
+

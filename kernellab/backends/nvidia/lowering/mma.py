@@ -30,7 +30,7 @@ from xdsl.dialects import builtin
 
 from kernellab.backends.llvm import CORE_RULES
 from kernellab.backends.llvm.layout import Lay
-from kernellab.backends.llvm.shared_buffers import buffer_interval, smem_offset
+from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval, smem_offset
 from kernellab.backends.llvm.types import F16, I32, TV, SmemBuf, bitwidth, llty
 from kernellab.ir import tt, ttg
 from kernellab.layouts import ldmatrix_rows
@@ -260,7 +260,7 @@ class LdmatrixOperand:
             ".trans" if self.trans else ""
         )
         offset = smem_offset(ctx, self.buf, [ctx.coord(self.rows, outer, d) for d in range(2)])
-        ptr = ctx.smem_ptr(b.add(I32(self.buf.offset), b.mul(offset, I32(2))))
+        ptr = ctx.smem_ptr(b.add(base_offset(ctx, self.buf), b.mul(offset, I32(2))))
         ret = ir.LiteralStructType([I32] * 4)
         res = ctx.asm(ret, text, "=r,=r,=r,=r,r", [b.ptrtoint(ptr, I32)], side_effect=True)
         pair_type = ir.VectorType(llty(self.elem), 2)

@@ -1,0 +1,80 @@
+"""The software pipeliner's ops on sm_80+: global → shared copies with `cp.async`, commit
+groups and waits.
+
+A copy moves each thread's runs of registers that are contiguous in global memory (the load's
+vector width: AxisInfo and the layout, as for tt.load) and in the shared buffer (inside one
+swizzle group, aligned) as one `cp.async` of 4, 8 or 16 bytes; 16-byte copies bypass L1
+(`.cg`), as Triton's do. A masked-off run is copied with source size 0, which fills its
+destination with zeros and reads nothing.
+
+Barriers. Copies write shared memory behind the threads' backs, so the barrier tracker learns
+about them at the wait: `ttg.async_wait` is `cp.async.wait_group N` (this thread's copies have
+landed), on sm_90 `fence.proxy.async` (wgmma may read them next), then a `bar.sync` (every
+thread's have landed, and every read issued before the wait is done). A copy itself only needs the bytes it overwrites to be free of pending accesses; in a
+pipelined loop the wait's barrier has already freed the slot it writes.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from kernellab.backends.llvm.errors import LoweringError
+from kernellab.backends.llvm.memory import vector_width
+from kernellab.backends.llvm.shared_buffers import buffer_interval, element_pointer, vector_run
+from kernellab.backends.llvm.types import I32, I64, mem_bytes
+from kernellab.backends.nvidia.lowering.wgmma import FENCE_ASYNC_PROXY
+from kernellab.ir import ttg
+
+COPY_BYTES = (4, 8, 16)
+
+
+def _async_copy(ctx, op: ttg.AsyncCopyGlobalToLocalOp) -> None:
+    b = ctx.b
+    buf = ctx.get(op.result)
+    lay = ctx.lay(op.src.type)
+    elem = buf.elem
+    nbytes = mem_bytes(elem)
+    run = min(vector_width(ctx, op.src, op.mask, lay, elem), vector_run(lay, buf))
+    size = run * nbytes
+    if size not in COPY_BYTES:
+        raise LoweringError(
+            f"an asynchronous copy moves {size} bytes per thread; cp.async needs 4, 8 or 16 "
+            "(the pipeliner should not have chosen this load)"
+        )
+    ctx.barriers.before_async_write(buffer_interval(ctx, op.result))
+    ptrs = ctx.regs(op.src, lay)
+    masks = ctx.regs(op.mask, lay) if op.mask is not None else None
+    dst = element_pointer(ctx, buf, lay)
+    cache = ".cg" if size == 16 else ".ca"
+    text = f"cp.async{cache}.shared.global [$0], [$1], {size}, $2;"
+    for r0 in range(0, lay.nregs, run):
+        if lay.reg_of_flat[lay.reg_flat[r0]] != r0:  # a duplicate of an earlier run
+            continue
+        src_size = I32(size)
+        if masks is not None:
+            src_size = b.select(masks[r0], I32(size), I32(0))
+        smem = b.ptrtoint(dst(r0), I32)
+        gmem = b.ptrtoint(ptrs[r0], I64)
+        ctx.asm(ir.VoidType(), text, "r,l,r", [smem, gmem, src_size], side_effect=True)
+    ctx.set(op.token, None)
+
+
+def _commit_group(ctx, op: ttg.AsyncCommitGroupOp) -> None:
+    ctx.asm(ir.VoidType(), "cp.async.commit_group;", "", [], side_effect=True)
+    ctx.set(op.result, None)
+
+
+def _wait(ctx, op: ttg.AsyncWaitOp) -> None:
+    ctx.asm(ir.VoidType(), f"cp.async.wait_group {op.pending};", "", [], side_effect=True)
+    if ctx.target.arch >= 90:  # the copies' bytes may be read by wgmma (the async proxy) next
+        ctx.asm(ir.VoidType(), FENCE_ASYNC_PROXY, "", [], side_effect=True)
+    ctx.barriers.barrier()
+    ctx.set(op.result, None)
+
+
+# op class -> fn(ctx, op): NVIDIA's rules for the pipeliner's ops
+RULES = {
+    ttg.AsyncCopyGlobalToLocalOp: _async_copy,
+    ttg.AsyncCommitGroupOp: _commit_group,
+    ttg.AsyncWaitOp: _wait,
+}

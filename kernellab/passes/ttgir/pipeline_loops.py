@@ -1,0 +1,470 @@
+"""pipeline: software pipelining of scf.for loops over `num_stages` (Triton's pipeliner for
+cp.async targets), so that the global loads of the next iterations are in flight while this
+iteration computes.
+
+Which loops. A loop with `tl.range(..., num_stages=N)` asks for N stages; otherwise a loop
+whose body holds a `tt.dot` gets the kernel's `num_stages` (as in Triton, plain loops are
+pipelined only on request). N < 2 leaves the loop alone.
+
+Which loads. Tensor loads directly in the body whose pointer (and mask) are computed by pure
+ops from the induction variable, loop invariants and iter_args that only feed such address
+computations (pointer increments: `a_ptrs += BLOCK_K * stride_ak`), whose accesses move at
+least 4 bytes per thread and copy (cp.async copies 4, 8 or 16 bytes) and whose masked-off
+value is 0 or can be selected afterwards. In a loop with a dot only the loads that become dot
+operands (`tt.load` → `ttg.local_alloc`) are pipelined.
+
+The rewrite, for S stages (Triton's shape):
+  - each pipelined load gets a ring of S-1 slots: one `ttg.local_alloc` of S-1 tiles (the
+    shared layout of the local_alloc it fed, or unswizzled in the load's order when it fed
+    registers);
+  - the prologue issues the copies of iterations 0..S-2 (`ttg.async_copy_global_to_local` into
+    slot i, masked by `i < trip count`), each iteration's copies one commit group;
+  - iteration k starts with `ttg.async_wait {num = S-2}` (its own group has landed; the
+    lowering follows the wait with a barrier), reads its tile from slot k mod (S-1) (the
+    memdesc the local_alloc made, or a `ttg.local_load`, then `arith.select` with the load's
+    `other`), and after the last op reading the slot (the dot) refills the slot with the copies
+    of iteration k+S-1, so S-2 groups stay in flight behind the math;
+  - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them) and an i32
+    iter_arg carries the slot; after the loop, `ttg.async_wait {num = 0}` and
+    `ttg.local_dealloc` of each ring.
+The old address computations of iteration k are left to dce. Where S-1 slots would pass
+`shared_limit`, the loop gets the largest S that fits (at least 2). As in Triton, a store in the
+loop is not assumed to alias a pipelined load: loads of later iterations move above it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, UnitAttr, i1, i32
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free
+
+from kernellab.ir import arith, tt, ttg, ttng
+from kernellab.passes.rewrite import Rewrites
+from kernellab.passes.ttgir import axis_info
+from kernellab.passes.ttgir.axis_info import element_bytes
+
+NAME = "pipeline"
+
+MIN_COPY_BYTES = 4  # cp.async moves 4, 8 or 16 bytes
+DOTS = (tt.DotOp, ttng.WarpGroupDotOp)
+
+
+def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) -> Rewrites:
+    """`shared_limit`: bytes of shared memory a program may use; a loop whose rings would take
+    more gets fewer stages (none below 2), as many as fit."""
+    rewrites = Rewrites()
+    analysis = axis_info.analyze(module)
+    loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    for loop in reversed(loops):  # inner loops first
+        stages = _stages(loop, num_stages)
+        if stages < 2:
+            continue
+        plan = _plan(loop, analysis)
+        if plan is None:
+            continue
+        per_slot = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
+        fitting = stages
+        while shared_limit is not None and fitting >= 2 and per_slot * (fitting - 1) > shared_limit:
+            fitting -= 1
+        if fitting < 2:
+            rewrites.note("too-big-to-pipeline")
+            continue
+        if fitting < stages:
+            rewrites.note("fewer-stages-to-fit-shared-memory")
+        _rewrite(loop, plan, fitting)
+        rewrites.note("pipeline-loop")
+        rewrites.note("async-copy", len(plan.loads))
+    if rewrites:
+        axis_info.invalidate(module)
+    return rewrites
+
+
+def ring_slots(module: ModuleOp) -> list[tuple[int, int]]:
+    """(slots, bytes per slot) of every ring the pipeliner allocated in `module`."""
+    rings = {ttg.memdesc_root(op.result) for op in module.walk()
+             if isinstance(op, ttg.AsyncCopyGlobalToLocalOp)}  # fmt: skip
+    out = []
+    for ring in rings:
+        t = ring.type
+        per_stage = element_bytes(t.element_type)
+        for size in t.shape[1:]:
+            per_stage *= size
+        out.append((t.shape[0], per_stage))
+    return out
+
+
+def _stages(loop: scf.ForOp, default: int) -> int:
+    attr = loop.attributes.get("tt.num_stages")
+    if isinstance(attr, IntegerAttr):
+        return attr.value.data
+    if any(isinstance(op, DOTS) for op in loop.body.block.ops):
+        return default
+    return 1
+
+
+# ------------------------------------------------------------------------------ the plan
+
+
+@dataclass
+class _Load:
+    load: tt.LoadOp
+    alloc: ttg.LocalAllocOp | None  # the local_alloc it fed (a dot operand), if any
+    encoding: object  # the ring's shared encoding
+
+
+@dataclass
+class _Plan:
+    loads: list[_Load]
+    address_ops: list[Operation]  # pure body ops the copies' operands need, in body order
+    ahead: list[int] = field(default_factory=list)  # iter_arg positions that run S-1 ahead
+    update_ops: list[Operation] = field(default_factory=list)  # body ops computing their next values
+
+
+def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
+    body = loop.body.block
+    has_dot = any(isinstance(op, DOTS) for op in body.ops)
+    loads = []
+    for op in body.ops:
+        if not isinstance(op, tt.LoadOp) or not isinstance(op.result.type, TensorType):
+            continue
+        alloc = _feeds_local_alloc(op)
+        if has_dot and alloc is None:
+            continue
+        shared = alloc.result.type.encoding if alloc else _plain_shared(op)
+        if _copyable(op, shared, analysis) and _other_ok(op):
+            loads.append(_Load(op, alloc, shared))
+    if not loads:
+        return None
+    roots = [v for item in loads for v in _address_operands(item.load)]
+    slice_ops = _backward_slice(roots, body)
+    if slice_ops is None:
+        return None
+    carried = {arg.index - 1 for op in slice_ops for arg in op.operands if _is_iter_arg(arg, body)}
+    carried |= {v.index - 1 for v in roots if _is_iter_arg(v, body)}
+    yield_op = body.last_op
+    update_roots = [yield_op.operands[i] for i in sorted(carried)]
+    update_ops = _backward_slice(update_roots, body)
+    if update_ops is None:
+        return None
+    # the values carried ahead may feed nothing but address computations and their own updates
+    ahead_values = _dependents({body.args[i + 1] for i in carried}, body, {i.load for i in loads})
+    allowed = set(slice_ops) | set(update_ops) | {item.load for item in loads} | {yield_op}
+    for value in ahead_values:
+        for use in value.uses:
+            if use.operation not in allowed:
+                return None
+            if use.operation is yield_op and use.index not in carried:
+                return None
+    if any(loop.results[i].uses for i in carried):
+        return None
+    for item in loads:  # a select after the copy needs this iteration's mask
+        if not _zero_other(item.load) and item.load.mask in ahead_values:
+            return None
+    return _Plan(loads, slice_ops, sorted(carried), update_ops)
+
+
+def _feeds_local_alloc(load: tt.LoadOp) -> ttg.LocalAllocOp | None:
+    uses = list(load.result.uses)
+    if len(uses) == 1 and isinstance(uses[0].operation, ttg.LocalAllocOp):
+        return uses[0].operation
+    return None
+
+
+def _copyable(load: tt.LoadOp, shared, analysis) -> bool:
+    """Each thread's accesses can be cp.async copies of at least 4 bytes: runs contiguous and
+    aligned in global memory (AxisInfo), under one mask bit, and inside one `vec` group of the
+    swizzled shared buffer; a tile a multiple of 16 bytes, so every ring slot stays aligned."""
+    if load.is_volatile is not None and load.is_volatile.value.data:
+        return False
+    encoding = ttg.encoding_of(load.result.type)
+    if not isinstance(encoding, ttg.BlockedEncodingAttr):
+        return False
+    order = list(encoding.order)
+    per_thread = encoding.size_per_thread[order[0]]
+    elems = min(
+        per_thread,
+        analysis.ptr_vector_elems(load.ptr, order),
+        analysis.mask_alignment(load.mask, order),
+    )
+    if tuple(shared.order) != tuple(order):
+        elems = 1  # a thread's run is strided in the buffer
+    elif isinstance(shared, ttg.NVMMASharedEncodingAttr):
+        elems = min(elems, 128 // shared.element_bits)  # inside one 16-byte swizzle chunk
+    elif shared.max_phase > 1:
+        elems = min(elems, shared.vec)
+    nbytes = element_bytes(load.result.type)
+    return elems * nbytes >= MIN_COPY_BYTES and _tile_bytes(load.result.type) % 16 == 0
+
+
+def _tile_bytes(t) -> int:
+    n = element_bytes(t)
+    for size in t.get_shape():
+        n *= size
+    return n
+
+
+def _zero_other(load: tt.LoadOp) -> bool:
+    other = load.other
+    if other is None:
+        return True
+    owner = other.owner
+    if not isinstance(owner, arith.ConstantOp):
+        return False
+    value = owner.value
+    values = getattr(value, "get_values", None)
+    items = values() if values is not None else [value.value.data]
+    return all(float(v) == 0.0 and str(float(v))[0] != "-" for v in items)
+
+
+def _other_ok(load: tt.LoadOp) -> bool:
+    """`other` is 0 (the copy's zero fill) or a value the select after the copy can use."""
+    return load.other is None or _zero_other(load) or load.mask is not None
+
+
+def _plain_shared(load: tt.LoadOp) -> ttg.SwizzledSharedEncodingAttr:
+    """Written and read in one layout: each thread reads back its own runs, no swizzle needed."""
+    return ttg.SwizzledSharedEncodingAttr(1, 1, 1, list(ttg.encoding_of(load.result.type).order))
+
+
+def _address_operands(load: tt.LoadOp) -> list[SSAValue]:
+    return [v for v in (load.ptr, load.mask) if v is not None]
+
+
+def _is_iter_arg(value: SSAValue, body: Block) -> bool:
+    return isinstance(value, BlockArgument) and value.block is body and value.index > 0
+
+
+def _backward_slice(roots: list[SSAValue], body: Block) -> list[Operation] | None:
+    """The body ops `roots` are computed by, in body order; None if one has side effects or
+    regions (it could not be run for another iteration)."""
+    seen: set[Operation] = set()
+    stack = [v.owner for v in roots if isinstance(v.owner, Operation)]
+    while stack:
+        op = stack.pop()
+        if op in seen or op.parent_block() is not body:
+            continue
+        if op.regions or not is_side_effect_free(op):
+            return None
+        seen.add(op)
+        stack.extend(v.owner for v in op.operands if isinstance(v.owner, Operation))
+    return [op for op in body.ops if op in seen]
+
+
+def _dependents(values: set[SSAValue], body: Block, replaced: set[Operation]) -> set[SSAValue]:
+    """`values` and every body value computed from them (not through the `replaced` loads,
+    whose results will come from the ring)."""
+    out = set(values)
+    for op in body.ops:
+        if op not in replaced and any(v in out for v in op.operands):
+            out.update(op.results)
+    return out
+
+
+# --------------------------------------------------------------------------- the rewrite
+
+
+class _Builder:
+    """Inserts ops at one point, in order."""
+
+    def __init__(self, point: InsertPoint):
+        self.point = point
+
+    def add(self, op: Operation) -> Operation:
+        Rewriter.insert_op(op, self.point)
+        return op
+
+    def const(self, value: int, type=i32) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(value, type))).result
+
+
+def _clone_slice(b: _Builder, ops: list[Operation], env: dict) -> None:
+    """Clone `ops` (pure, no regions) at the builder's point, operands through `env` (which
+    gains their results)."""
+    for op in ops:
+        new = op.clone(value_mapper=dict(env))
+        b.add(new)
+        for old, result in zip(op.results, new.results):
+            env[old] = result
+
+
+def _issue(b: _Builder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValue, env: dict) -> None:
+    """The copies of one iteration into ring `slot` and their commit group; `env` maps the
+    induction variable and the iter_args to that iteration's values, `live` (i1) says the
+    iteration exists."""
+    _clone_slice(b, plan.address_ops, env)
+    tokens = []
+    for item, ring in zip(plan.loads, rings):
+        load = item.load
+        ptr = env.get(load.ptr, load.ptr)
+        mask = _splat(b, live, load.ptr.type)
+        if load.mask is not None:
+            mask = b.add(arith.AndiOp(env.get(load.mask, load.mask), mask)).result
+        view = b.add(ttg.MemDescIndexOp(ring, slot)).result
+        tokens.append(b.add(ttg.AsyncCopyGlobalToLocalOp(ptr, view, mask)).token)
+    b.add(ttg.AsyncCommitGroupOp(tokens))
+
+
+def _splat(b: _Builder, flag: SSAValue, like) -> SSAValue:
+    shape = like.get_shape()
+    return b.add(tt.SplatOp(flag, TensorType(i1, shape, like.encoding))).result
+
+
+def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
+    body = loop.body.block
+    iv = body.args[0]
+    iv_type = iv.type
+    slots = stages - 1
+    async_dot = _async_dot(body, plan, stages)
+    ahead = slots - 1 if async_dot else slots  # iterations in flight beyond this one
+    before = _Builder(InsertPoint.before(loop))
+
+    rings = []
+    for item in plan.loads:
+        t = item.load.result.type
+        ring_type = ttg.MemDescType(
+            (slots, *t.get_shape()), tt.element_type(t), item.encoding, mutable=True
+        )
+        rings.append(before.add(ttg.LocalAllocOp(ring_type)).result)
+
+    # prologue: iterations 0..ahead-1 into slots 0..ahead-1
+    carried = {body.args[i + 1]: loop.iter_args[i] for i in plan.ahead}
+    for i in range(ahead):
+        offset = before.add(arith.MuliOp(loop.step, before.const(i, iv_type))).result
+        k = before.add(arith.AddiOp(loop.lb, offset)).result
+        live = before.add(arith.CmpiOp("slt", k, loop.ub)).result
+        env = {iv: k, **carried}
+        _issue(before, plan, rings, before.const(i), live, env)
+        nexts = _next_values(before, plan, body, env)
+        carried = {body.args[j + 1]: nexts[j] for j in plan.ahead}
+
+    # the loop: the ahead iter_args start `ahead` iterations in; slot counters are carried
+    inits = list(loop.iter_args)
+    for j in plan.ahead:
+        inits[j] = carried[body.args[j + 1]]
+    read_slot = body.insert_arg(i32, len(body.args))
+    inits.append(before.const(0))
+    write_slot = read_slot
+    if ahead != slots:
+        write_slot = body.insert_arg(i32, len(body.args))
+        inits.append(before.const(ahead))
+
+    _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
+    reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
+    if async_dot is not None:
+        refill_after = _wait_for_previous_dot(async_dot)
+    else:
+        refill_after = _last_reader(body, reads)
+    issue = _Builder(InsertPoint.after(refill_after))
+    ahead_k = issue.add(
+        arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(ahead, iv_type))).result)
+    ).result
+    live = issue.add(arith.CmpiOp("slt", ahead_k, loop.ub)).result
+    _issue(issue, plan, rings, write_slot, live, {iv: ahead_k})
+
+    yield_op = body.last_op
+    at_end = _Builder(InsertPoint.before(yield_op))
+    counters = [_advance(at_end, read_slot, slots)]
+    if write_slot is not read_slot:
+        counters.append(_advance(at_end, write_slot, slots))
+    Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *counters))
+
+    new_body = Rewriter.move_region_contents_to_new_regions(loop.body)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, new_body)
+    new_loop.attributes.update(loop.attributes)
+    Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+    for old, new in zip(loop.results, new_loop.results):
+        old.replace_all_uses_with(new)
+    Rewriter.erase_op(loop)
+
+    drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
+    if async_dot is not None:  # the last dot may still run: wait before the result is read
+        index = next(i for i, v in enumerate(new_body.block.last_op.operands) if v.owner is async_dot.next_wait)
+        result = new_loop.results[index]
+        final = ttng.WarpGroupDotWaitOp(result, 0)
+        result.replace_uses_with_if(final.result, lambda use: use.operation is not final)
+        drain.insert(0, final)
+    for op in reversed(drain):
+        Rewriter.insert_op(op, InsertPoint.after(new_loop))
+
+
+@dataclass
+class _AsyncDot:
+    dot: ttng.WarpGroupDotOp
+    next_wait: Operation | None = None
+
+
+def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
+    """The loop's warp-group dot, when it can run asynchronously: its operands are both
+    pipelined, its result only carried to the next iteration, and at least 3 stages (one
+    slot is still read by the running dot while another is refilled)."""
+    dots = [op for op in body.ops if isinstance(op, ttng.WarpGroupDotOp)]
+    if stages < 3 or len(dots) != 1:
+        return None
+    dot = dots[0]
+    allocs = {item.alloc for item in plan.loads if item.alloc is not None}
+    if {dot.a.owner, dot.b.owner} - allocs:
+        return None
+    uses = list(dot.d.uses)
+    if len(uses) != 1 or uses[0].operation is not body.last_op:
+        return None
+    return _AsyncDot(dot)
+
+
+def _wait_for_previous_dot(async_dot: _AsyncDot) -> Operation:
+    """Make the dot asynchronous and wait, right after issuing it, for the previous
+    iteration's (whose slots the refill reuses); the wait op."""
+    dot = async_dot.dot
+    dot.properties["isAsync"] = UnitAttr()
+    wait = ttng.WarpGroupDotWaitOp(dot.d, 1)
+    Rewriter.insert_op(wait, InsertPoint.after(dot))
+    dot.d.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
+    async_dot.next_wait = wait
+    return wait
+
+
+def _next_values(b: _Builder, plan: _Plan, body: Block, env: dict) -> dict[int, SSAValue]:
+    """The ahead iter_args' values for the iteration after the one `env` describes."""
+    _clone_slice(b, [op for op in plan.update_ops if op.results[0] not in env], env)
+    yielded = body.last_op.operands
+    return {j: env.get(yielded[j], yielded[j]) for j in plan.ahead}
+
+
+def _last_reader(body: Block, reads: list[Operation]) -> Operation:
+    """The last op of `body` that reads the slots through `reads` (the ops _read_slot placed):
+    a local_load, or the dot a memdesc reaches through its local_load."""
+    ops = list(body.ops)[:-1]  # not the yield
+    readers = set(reads)
+    for op in ops:
+        if op not in readers and any(v.owner in readers for v in op.operands):
+            readers.add(op)
+    return [op for op in ops if op in readers][-1]
+
+
+def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> Operation:
+    """Replace the load (and the local_alloc it fed) by this iteration's slot of `ring`; the
+    last op it placed."""
+    load = item.load
+    b = _Builder(InsertPoint.before(load))
+    view = b.add(ttg.MemDescIndexOp(ring, slot)).result
+    if item.alloc is not None:
+        item.alloc.result.replace_all_uses_with(view)
+        Rewriter.erase_op(item.alloc)
+        Rewriter.erase_op(load)
+        return view.owner
+    value = b.add(ttg.LocalLoadOp(view, load.result.type)).result
+    if not _zero_other(load):
+        value = b.add(arith.SelectOp(load.mask, value, load.other)).result
+    load.result.replace_all_uses_with(value)
+    Rewriter.erase_op(load)
+    return value.owner
+
+
+def _advance(b: _Builder, slot: SSAValue, stages: int) -> SSAValue:
+    """(slot + 1) mod stages, without a division."""
+    nxt = b.add(arith.AddiOp(slot, b.const(1))).result
+    wrap = b.add(arith.CmpiOp("sge", nxt, b.const(stages))).result
+    return b.add(arith.SelectOp(wrap, b.const(0), nxt)).result

@@ -1,0 +1,148 @@
+"""The software pipeliner through PTX (no GPU needed): which loops and loads it takes, the
+cp.async forms, waits and commit groups it leaves in PTX, its shared memory, and the compile
+error when the rings don't fit."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.nvidia.launcher import OutOfResources
+from kernellab.examples import matmul_kernel, softmax_persistent_kernel
+from kernellab.passes.ttgir.pipeline_loops import ring_slots
+
+MATMUL_SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
+ALIGNED = {"tt.divisibility": 16}
+MATMUL_ATTRS = {n: ALIGNED for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am",
+                                     "stride_bk", "stride_cm")}  # fmt: skip
+
+
+def compile_matmul(bm=64, bn=64, bk=32, target="sm_90", **options):
+    constexprs = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+                      ACTIVATION="", stride_ak=1, stride_bn=1, stride_cn=1)  # fmt: skip
+    return kl.compile(matmul_kernel, signature=MATMUL_SIGNATURE, constexprs=constexprs,
+                      attrs=MATMUL_ATTRS, target=target, **options)  # fmt: skip
+
+
+def ptx_forms(ptx: str) -> dict[str, int]:
+    forms: dict[str, int] = {}
+    for form in re.findall(r"\b(cp\.async[\w.]*(?: \d+)?|ld\.global[\w.]*|bar\.sync)", ptx):
+        forms[form] = forms.get(form, 0) + 1
+    return forms
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_matmul_copies_operands_with_cp_async(target, stages):
+    ck = compile_matmul(target=target, num_stages=stages)
+    ptx = ck.asm["ptx"]
+    forms = ptx_forms(ptx)
+    # 64x32 and 32x64 fp16 tiles (4 KB each), 128 threads, 16 bytes a copy: 2 copies a tile
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;", ptx)) == 4 * stages
+    assert forms["cp.async.commit_group"] == stages  # stages-1 in the prologue, one in the loop
+    assert f"cp.async.wait_group {stages - 2};" in ptx and "cp.async.wait_group 0;" in ptx
+    assert not any(f.startswith("ld.global") for f in forms)  # every operand load is a copy
+    assert "ldmatrix.sync.aligned.m8n8.x4" in ptx and "mma.sync.aligned.m16n8k16" in ptx
+    # the loop's wait, the refill after the dot read the slot, the drain, the epilogue's conversion
+    assert forms["bar.sync"] <= 4
+
+
+def test_rings_take_num_stages_minus_one_tiles_of_shared_memory():
+    ck = compile_matmul(num_stages=3)
+    assert sorted(ring_slots(ck.module)) == [(2, 64 * 32 * 2), (2, 32 * 64 * 2)]
+    assert ck.metadata["shared"] >= 2 * (64 * 32 + 32 * 64) * 2
+
+
+def test_one_stage_keeps_plain_loads():
+    ck = compile_matmul(num_stages=1)
+    assert "cp.async" not in ck.asm["ptx"] and "async" not in ck.asm["ttgir"]
+    assert "ld.global.v4.b32" in ck.asm["ptx"]
+
+
+def test_rings_that_would_not_fit_get_fewer_stages():
+    """128x256x64 fp16 operands take 48 KB a slot: six stages (five slots) would pass sm_90's
+    227 KB, five stages (four slots) fit."""
+    ck = compile_matmul(128, 256, 64, num_warps=8, num_stages=6)
+    assert sorted(ring_slots(ck.module)) == [(4, 128 * 64 * 2), (4, 64 * 256 * 2)]
+    record = next(r for r in ck.passes if r.name == "pipeline")
+    assert "fewer-stages-to-fit-shared-memory" in record.summary
+
+
+@kl.jit
+def transpose_tile(x_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(y_ptr + rn[:, None] * M + rm[None, :], tl.trans(x))
+
+
+def test_a_kernel_needing_more_shared_memory_than_the_target_has_fails_at_compile_time():
+    aligned = {"x_ptr": ALIGNED, "y_ptr": ALIGNED}
+    with pytest.raises(OutOfResources) as info:  # a 512 KB transpose through shared memory
+        kl.compile(transpose_tile, signature="*fp32,*fp32", constexprs={"M": 512, "N": 256},
+                   attrs=aligned, target="sm_90")  # fmt: skip
+    assert info.value.limit == 232448 and info.value.required > 512 * 256 * 4
+    assert "shared memory on sm_90" in str(info.value) and "Reduce the BLOCK sizes" in str(info.value)
+
+
+def test_unaligned_operands_are_not_pipelined():
+    """Strides of unknown alignment: 2-byte accesses, too narrow for cp.async."""
+    constexprs = dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, GROUP_SIZE_M=8,
+                      ACTIVATION="", stride_ak=1, stride_bn=1, stride_cn=1)  # fmt: skip
+    ck = kl.compile(matmul_kernel, signature=MATMUL_SIGNATURE, constexprs=constexprs,
+                    target="sm_90", num_stages=3)  # fmt: skip
+    assert "cp.async" not in ck.asm["ptx"]
+
+
+def test_softmax_row_loop_pipelines_with_its_num_stages():
+    """tl.range(..., num_stages=4) over rows, no dot: the row load becomes a copy into a ring of
+    three rows (a row is read first, then its slot refilled), read back and given the load's
+    `other` (-inf) where masked."""
+    attrs = {n: ALIGNED for n in ("output_ptr", "input_ptr", "input_row_stride", "output_row_stride", "n_cols")}
+    ck = kl.compile(softmax_persistent_kernel, signature="*fp32,*fp32,i32,i32,i32,i32",
+                    constexprs=dict(BLOCK_SIZE=1024, num_stages=4), attrs=attrs, target="sm_90",
+                    num_warps=8)  # fmt: skip
+    ttgir = ck.asm["ttgir"]
+    assert "!ttg.memdesc<3x1024xf32" in ttgir and "ttg.async_wait {num = 2 : i32}" in ttgir
+    assert re.search(r"%row = arith.select %mask, %\d+, %\d+", ttgir)
+    assert "cp.async.cg.shared.global" in ck.asm["ptx"]
+
+
+@kl.jit
+def running_sum(x_ptr, out_ptr, n_rows, BLOCK: tl.constexpr):
+    """A plain loop without num_stages: not pipelined (Triton pipelines such loops on request)."""
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in range(n_rows):
+        acc += tl.load(x_ptr + i * BLOCK + tl.arange(0, BLOCK))
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+def test_loops_without_dot_or_request_are_left_alone():
+    ck = kl.compile(running_sum, signature="*fp32,*fp32,i32", constexprs={"BLOCK": 256},
+                    attrs={"x_ptr": ALIGNED, "out_ptr": ALIGNED}, target="sm_90", num_stages=3)  # fmt: skip
+    assert "cp.async" not in ck.asm["ptx"]
+
+
+@kl.jit
+def pointer_walk(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STORE_THROUGH: tl.constexpr):
+    """Two loads through one walking pointer; with STORE_THROUGH the loop also stores through
+    it, so the pointer must stay this iteration's and can't run ahead."""
+    ptrs = x_ptr + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in tl.range(0, n, num_stages=3):
+        acc += tl.load(ptrs) * tl.load(ptrs + BLOCK)
+        if STORE_THROUGH:
+            tl.store(ptrs, acc)
+        ptrs += 2 * BLOCK
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@pytest.mark.parametrize("store_through, copies", [(False, 6), (True, 0)])
+def test_a_pointer_used_outside_address_computations_is_not_run_ahead(store_through, copies):
+    ck = kl.compile(pointer_walk, signature="*fp32,*fp32,i32",
+                    constexprs={"BLOCK": 256, "STORE_THROUGH": store_through},
+                    attrs={"x_ptr": ALIGNED, "out_ptr": ALIGNED}, target="sm_90")  # fmt: skip
+    assert ck.asm["ttgir"].count("ttg.async_copy_global_to_local") == copies  # 2 loads x 3
