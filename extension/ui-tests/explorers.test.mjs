@@ -136,8 +136,15 @@ try {
       window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' })
     );
     await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
-    const img = await cellWith('kl.lab.tile_order').locator('.kl-widget-snapshot img').elementHandle();
-    await page.waitForFunction(n => getComputedStyle(n).filter.includes('invert'), img, { timeout: 10000 });
+    // queried afresh each time: the style applies once the theme's stylesheets are in
+    await page.waitForFunction(
+      () => {
+        const img = document.querySelector('.jp-OutputArea .kl-widget-snapshot img');
+        return img !== null && getComputedStyle(img).filter.includes('invert');
+      },
+      null,
+      { timeout: 60000 }
+    );
     await cellWith('kl.lab.tile_order').screenshot({ path: path.join(artifacts, 'explorer-dark.png') });
     await page.evaluate(() =>
       window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })
