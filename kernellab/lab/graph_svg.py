@@ -257,7 +257,8 @@ def _node_svg(node: DrawnNode, x: float, y: float, w: float, h: float) -> str:
         f'fill="{color}">{html.escape(line)}</text>'
         for i, line in enumerate(node.lines)
     )
-    return f'<g class="node" data-node="{html.escape(node.name)}"><title>{html.escape(node.name)}</title>{shape}{texts}</g>'
+    name = html.escape(node.name)
+    return f'<g class="node" data-node="{name}"><title>{name}</title>{shape}{texts}</g>'
 
 
 def _edge_path(tail, head, attrs: dict[str, str], rankdir: str) -> str:

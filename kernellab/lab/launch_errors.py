@@ -65,7 +65,8 @@ def _caret(text: str, start: int | None, end: int | None) -> list[str]:
     shift = len(code) - len(stripped)
     if start is None or end is None or end <= start:
         start, end = shift, len(code)
-    return ["    " + stripped, "    " + " " * max(start - shift, 0) + "^" * max(min(end, len(code)) - start, 1)]
+    carets = "^" * max(min(end, len(code)) - start, 1)
+    return ["    " + stripped, "    " + " " * max(start - shift, 0) + carets]
 
 
 def access_view_call(line: str, start: int | None, end: int | None) -> str | None:
@@ -75,12 +76,16 @@ def access_view_call(line: str, start: int | None, end: int | None) -> str | Non
     except SyntaxError:
         return None
     text = line.strip()
+
+    def segment(part) -> str | None:
+        return ast.get_source_segment(text, part)
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
-            parts = [ast.get_source_segment(text, node.func.value), ast.get_source_segment(text, node.func.slice)]
-            parts += [ast.get_source_segment(text, a) for a in node.args]
-            parts += [f"{k.arg}={ast.get_source_segment(text, k.value)}" if k.arg else
-                      f"**{ast.get_source_segment(text, k.value)}" for k in node.keywords]  # fmt: skip
+            parts = [segment(node.func.value), segment(node.func.slice)]
+            parts += [segment(a) for a in node.args]
+            parts += [f"{k.arg}={segment(k.value)}" if k.arg else f"**{segment(k.value)}"
+                      for k in node.keywords]
             if all(parts):
                 return f"kl.lab.access_view({', '.join(parts)})"
     return None
