@@ -105,14 +105,24 @@ def _compile(args) -> int:
             f"compiling for {args.target} failed: {error}\ncheck --target; if it is right, this is a "
             "kernellab bug: rerun with --traceback and report it"
         ) from error
-    if args.stage not in ck.asm:
-        raise UsageError(f"no stage {args.stage!r} for this target; --stage takes one of: {', '.join(ck.asm)}")
+    stages = ck.asm.available() if hasattr(ck.asm, "available") else list(ck.asm)
+    if args.stage not in stages:
+        if args.target is None and args.stage in _GPU_STAGES:
+            raise UsageError(
+                f"--stage {args.stage} needs a GPU target: the default --target (the interpreter) "
+                f"makes only {', '.join(stages)}; add --target sm_90 (or sm_80; compiling needs no GPU)"
+            )
+        raise UsageError(f"no stage {args.stage!r} for this target; --stage takes one of: {', '.join(stages)}")
     text = ck.asm[args.stage]
+    if text is None:  # a stage made on demand whose tool is missing
+        raise UsageError(f"--stage {args.stage}: {ck.metadata.get(args.stage, 'its tool is not installed')}")
     sys.stdout.write(text if isinstance(text, str) else text.hex() + "\n")
     if args.passes:
         print(pass_table(ck.passes))
     return 0
 
+
+_GPU_STAGES = ("ttgir", "llir", "ptx", "cubin", "sass")
 
 _OPTIONS_HINT = (
     "set it on the command line: --signature TYPES, --constexprs NAME=VALUE, --target, --num-warps "
@@ -145,6 +155,51 @@ def _gpu_status() -> str:
         return f"no ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'driver not found'})"
 
 
+def _nvjitlink_status() -> str:
+    """Whether PTX can be assembled to a cubin (no GPU needed: nvJitLink runs ptxas)."""
+    try:
+        from kernellab.backends.nvidia.cubin import nvjitlink_version
+
+        version = nvjitlink_version()
+    except Exception as e:  # a broken install must not stop the rest of the report
+        return f"unavailable ({type(e).__name__}: {e})"
+    if version is None:
+        return "not found: PTX is not assembled to cubins (pip install nvidia-nvjitlink)"
+    return "version " + ".".join(map(str, version))
+
+
+def _nvdisasm_status() -> str:
+    from kernellab.backends.nvidia.sass import sass_status
+
+    return sass_status()
+
+
+def _graphviz_status() -> str:
+    import shutil
+
+    dot = shutil.which("dot")
+    if dot is not None:
+        return f"dot at {dot}"
+    return "no `dot` on PATH: the lab draws its graphs with its own SVG layout (nothing to install)"
+
+
+def _labextension_status() -> str:
+    """Whether JupyterLab will load kernellab's extension (the viewer renderer and highlighting)."""
+    from pathlib import Path
+
+    if _version("jupyterlab") == "not installed":
+        return "JupyterLab is not installed (pip install -e '.[lab]')"
+    from jupyter_core.paths import jupyter_path
+
+    for root in jupyter_path("labextensions"):
+        if (Path(root) / "kernellab" / "package.json").exists():
+            return f"installed at {Path(root) / 'kernellab'}"
+    return (
+        "not installed: notebooks show the viewer's static HTML instead (pip install -e '.[lab]' "
+        "with node on PATH builds it)"
+    )
+
+
 def _doctor(args) -> int:
     import platform
 
@@ -153,6 +208,8 @@ def _doctor(args) -> int:
     rows = [("python", platform.python_version()), ("kernellab", kernellab.__version__)]
     rows += [(d, _version(d)) for d in ("numpy", "ml_dtypes", "xdsl", "llvmlite", "cuda-python", "torch")]
     rows.append(("GPU visible", _gpu_status()))
+    rows += [("nvJitLink (ptxas)", _nvjitlink_status()), ("nvdisasm (SASS)", _nvdisasm_status()),
+             ("graphviz (graphs)", _graphviz_status()), ("JupyterLab extension", _labextension_status())]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key.ljust(width)}  {value}")
@@ -181,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument("--num-warps", type=int, default=4)
     comp.add_argument("--num-stages", type=int, default=3)
     comp.add_argument("--passes", action="store_true", help="also print each pass with its time")
-    commands.add_parser("doctor", parents=[shared], help="print versions and whether a GPU is visible")
+    commands.add_parser("doctor", parents=[shared], help="print versions, the tools found (nvJitLink, nvdisasm, graphviz, the JupyterLab extension) and whether a GPU is visible")
     args = parser.parse_args(argv)
     handler = {"compile": _compile, "doctor": _doctor}.get(args.command, _tour)
     try:

@@ -18,6 +18,9 @@ def test_tour_compiles_prints_and_checks():
     out = result.stdout
     assert "tt.func public @add_kernel" in out and "tt.load" in out
     assert "canonicalize" in out and "result matches numpy" in out
+    # the GPU stages too, compiled for sm_90 without a GPU: layouts in TTGIR, vector loads in PTX
+    assert "== TTGIR for sm_90" in out and "#ttg.blocked<" in out
+    assert ".target sm_90" in out and "ld.global.v4.b32" in out
 
 
 def test_compile_prints_a_stage(tmp_path, capsys):
@@ -37,10 +40,19 @@ def test_compile_prints_a_stage(tmp_path, capsys):
     assert "tensor<64xf32>" in out and "dce" in out
 
 
-def test_doctor_reports_versions(capsys):
+def test_doctor_reports_versions_and_tools(capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     assert "xdsl" in out and "numpy" in out and "GPU visible" in out
+    for tool in ("nvJitLink", "nvdisasm", "graphviz", "JupyterLab extension"):
+        assert tool in out, tool
+
+
+def test_doctor_says_graphs_need_no_dot(capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert main(["doctor"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("graphviz"))
+    assert "no `dot`" in line and "own SVG layout" in line
 
 
 # -- ordinary mistakes: a short message naming the problem and the fix, exit status 2 ----------
@@ -89,6 +101,7 @@ MISTAKES = {
     "a syntax error": ("syntax.py:f", ["--signature", "i32"], ["syntax.py:3", "syntax"]),
     "an import error": ("imports.py:f", ["--signature", "i32"], ["no_such_module_for_kernellab", "imports.py:2", "install"]),
     "an unknown stage": ("kernels.py:fill", FILL + ["--stage", "nope"], ["no stage 'nope'", "ttir"]),
+    "ptx without --target": ("kernels.py:fill", FILL + ["--stage", "ptx"], ["--target sm_90", "interpreter", "ttir"]),
 }  # fmt: skip
 
 

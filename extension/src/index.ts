@@ -5,7 +5,9 @@
  *    (editors, files, Markdown fences ```mlir / ```llvm / ```ptx / ```sass);
  *  - viewer: the renderer of `application/vnd.kernellab.compile+json` at rank 0, so it wins
  *    over the bundle's own text/html fallback wherever this extension is installed;
- *  - kernel-magic: `%%kernel` cells get their magic line styled apart from the Python body.
+ *  - kernel-magic: `%%kernel` cells get their magic line styled apart from the Python body;
+ *  - widget-snapshots: an explorer whose live widget can't be shown (a saved notebook reopened
+ *    with a new kernel, or without one) shows its saved static snapshot instead.
  */
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import {
@@ -24,6 +26,7 @@ import { kernelMagicExtension } from './kernelcell';
 import { LANGUAGES } from './languages';
 import { type IHighlighting } from './highlight';
 import { KernelViewer } from './renderer';
+import { watchNotebooks } from './snapshots';
 
 export { MIME_TYPE } from './bundle';
 
@@ -109,4 +112,11 @@ const kernelMagicPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [languagesPlugin, viewerPlugin, kernelMagicPlugin];
+const widgetSnapshotsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'kernellab:widget-snapshots',
+  description: "Shows an explorer's saved snapshot where its live widget is gone.",
+  autoStart: true,
+  activate: (app: JupyterFrontEnd) => watchNotebooks(app)
+};
+
+export default [languagesPlugin, viewerPlugin, kernelMagicPlugin, widgetSnapshotsPlugin];

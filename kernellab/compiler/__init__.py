@@ -129,7 +129,9 @@ def compile(
                 cache_key = disk.kernel_key(src, str(sig), consts, attrs, opts, target_name, VERSION)
                 entry = None if force or disk.always_compile() else disk.default_cache().get(cache_key)
                 if entry is not None:
-                    return _from_cache(entry, backend, sig, consts, attrs, param_names, time.perf_counter() - start)
+                    ck = _from_cache(entry, backend, sig, consts, attrs, param_names, time.perf_counter() - start)
+                    ck.function = src
+                    return ck
         if backend.prepare is not None:  # e.g. start loading the GPU toolchain
             backend.prepare(opts)
         from kernellab.frontend.codegen import generate_ttir
@@ -220,6 +222,8 @@ def compile(
 
     ck = CompiledKernel(metadata.name, lazy, metadata, records, module, param_names, make_launcher,
                         located_asm=located)  # fmt: skip
+    if isinstance(src, tl.KernelFunction):
+        ck.function = src
     if cache_key is not None:
         from kernellab.compiler import cache as disk
 

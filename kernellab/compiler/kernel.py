@@ -61,6 +61,9 @@ class CompiledKernel:
         # viewer reads it, empty on a cache hit, whose maps come from the cache entry
         self.located_asm: dict[str, str] = dict(located_asm or {})
         self._source_maps = dict(source_maps or {})
+        # the @kl.jit function compiled (kl.compile sets it; None for IR text): its source is
+        # what the viewer shows and links every stage's lines to, without compiling again
+        self.function = None
 
     @property
     def arg_names(self) -> list[str]:

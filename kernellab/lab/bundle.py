@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from kernellab.lab.line_maps import SourceLines
+from kernellab.lab.pass_reasons import why_unchanged
 from kernellab.lab.kernel_resources import resources
 
 SCHEMA_VERSION = 1
@@ -47,6 +48,10 @@ class ViewInput:
     cache_hit: bool | None = None
     source: tuple[str, str, int] | None = None  # (text, filename, first line) override
     stages: list[str] | None = None  # stage tabs to show (None: every stage present)
+
+    def __post_init__(self):
+        if self.fn is None:  # a CompiledKernel knows the function it was compiled from
+            self.fn = getattr(self.ck, "function", None)
 
 
 def _jsonable(value):
@@ -103,8 +108,11 @@ def compile_data(view: ViewInput) -> dict:
     src_text, filename, first_line = _source_of(view)
     notes = list(view.notes)
 
-    source_lines = SourceLines(ck, view.fn, filename)
-    available = [s for s in ck.asm if s in STAGE_LANGUAGES and isinstance(ck.asm[s], str)]
+    source_lines = SourceLines(ck, filename)
+    # stages made on demand (SASS through nvdisasm) count too: reading one makes it (None if
+    # the tool is missing, and the note below says what to install)
+    names = ck.asm.available() if hasattr(ck.asm, "available") else list(ck.asm)
+    available = [s for s in names if s in STAGE_LANGUAGES and isinstance(ck.asm[s], str)]
     wanted = view.stages
     stages = []
     if wanted is None or "source" in wanted:
@@ -118,7 +126,7 @@ def compile_data(view: ViewInput) -> dict:
         if wanted is not None and stage not in wanted:
             continue
         if stage not in available:
-            if wanted is not None:
+            if wanted is not None or (stage == "sass" and stage in names):
                 if md.get("target") == "interpreter":
                     missing[stage] = "needs the NVIDIA backend (the interpreter runs TTIR)"
                 elif md.get("failed_stage"):  # a partial compile (see compile_for_view)
@@ -140,14 +148,16 @@ def compile_data(view: ViewInput) -> dict:
         notes.append(f"{STAGE_TITLES[stage]}: {reason}.")
 
     passes = []
-    stage = "ttir"
+    stage, before = "ttir", ""
     for record in ck.passes:
         stage = _pass_stage(record, stage)
+        why = None if record.changed else why_unchanged(record.name, before)
         passes.append({
             "name": record.name, "stage": stage, "ir": record.ir_after or "",
             "changed": bool(record.changed), "seconds": float(record.seconds),
-            "summary": record.summary,
+            "summary": record.summary, "why": why,
         })  # fmt: skip
+        before = record.ir_after or before
 
     times = {k: float(v) for k, v in md.times.items()}
     cache_hit = view.cache_hit if view.cache_hit is not None else bool(md.cache_hit)

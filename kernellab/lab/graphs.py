@@ -4,9 +4,9 @@
     kl.lab.dataflow_graph(ck, "ttir")
     kl.lab.pipeline_graph(ck)             # stages -> passes, changed passes filled, times
 
-Both return a `graphviz.Digraph` (a `KernelGraph`), which renders inline as SVG. Rendering
-needs Graphviz's `dot` program; without it the graph still builds (`.source` is the DOT text)
-and displays a message saying how to install it.
+Both return a `graphviz.Digraph` (a `KernelGraph`), which renders inline as SVG: drawn by
+Graphviz's `dot` program where it is installed, else by kernellab.lab.graph_svg's own layered
+layout (no system binary needed). `.source` is the DOT text, `.svg()` the picture.
 
 In the dataflow graph every op is a node labelled with its name and result (`%offs :
 tensor<1024xi32, #blocked>`), every SSA use an edge, each loop or region op a cluster.
@@ -19,13 +19,6 @@ from __future__ import annotations
 import html
 import io
 import shutil
-import sys
-
-INSTALL_HINT = (
-    "Graphviz's `dot` program is not on PATH, so the graph cannot be drawn. Install it with "
-    "`apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) or "
-    "`conda install -c conda-forge graphviz`, then re-run the cell. The DOT source is in `.source`."
-)
 
 CONVERT_OPS = {"ttg.convert_layout"}
 SHARED_OPS = {"ttg.local_alloc", "ttg.local_load", "ttg.local_store", "ttg.local_dealloc",
@@ -51,41 +44,69 @@ def dot_available() -> bool:
     return shutil.which("dot") is not None
 
 
-class GraphvizNotInstalled(RuntimeError):
-    """Raised by `require_dot()` when Graphviz's `dot` is missing."""
-
-
-def require_dot() -> None:
-    if not dot_available():
-        raise GraphvizNotInstalled(INSTALL_HINT)
-
-
 def _graphviz():
     try:
         import graphviz
     except ImportError:
         raise ImportError(
-            "the graphs need the graphviz Python package: pip install graphviz "
-            "(plus the `dot` program: apt-get install graphviz / brew install graphviz)"
+            "the graphs need the graphviz Python package: pip install -e '.[lab]' "
+            "(Graphviz's `dot` program is optional: without it the lab draws the graph itself)"
         ) from None
     return graphviz
 
 
 def _kernel_graph_class():
     graphviz = _graphviz()
+    from kernellab.lab.graph_svg import Drawing, DrawnEdge, DrawnNode, to_svg
 
     class KernelGraph(graphviz.Digraph):
-        """A Digraph that says how to install Graphviz instead of failing when `dot` is missing.
+        """A Digraph that draws itself without Graphviz when `dot` is missing.
 
-        `nodes_info` maps node id -> (kind, op name); `edges_info` lists (tail, head) pairs.
+        Every node, edge and cluster is also recorded as typed data (`drawing`), from which
+        kernellab.lab.graph_svg lays the graph out in pure Python. `nodes_info` maps node id ->
+        (kind, op name); `edges_info` lists (tail, head) pairs.
         """
+
+        @property
+        def drawing(self) -> Drawing:
+            if "_drawing" not in self.__dict__:
+                self._drawing = Drawing()
+            return self._drawing
+
+        def node(self, name, label=None, _attributes=None, **attrs):
+            super().node(name, label, _attributes=_attributes, **attrs)
+            if not str(label or "").startswith("<"):  # an HTML-like label: the legend, kept apart
+                text = name if label is None else str(label)
+                self.drawing.nodes[name] = DrawnNode(name, text.split("\n"), dict(attrs), None)
+
+        def edge(self, tail_name, head_name, label=None, _attributes=None, **attrs):
+            super().edge(tail_name, head_name, label, _attributes=_attributes, **attrs)
+            self.drawing.edges.append(DrawnEdge(tail_name, head_name, dict(attrs)))
+
+        def attr(self, kw=None, _attributes=None, **attrs):
+            super().attr(kw, _attributes=_attributes, **attrs)
+            if kw is None:
+                if "label" in attrs:
+                    self.drawing.label = str(attrs["label"])
+                if "rankdir" in attrs:
+                    self.drawing.rankdir = str(attrs["rankdir"])
+
+        def subgraph(self, graph=None, **kwargs):
+            if graph is not None:
+                name = graph.name or ""
+                self.drawing.merge(graph.drawing, name if name.startswith("cluster") else None,
+                                   graph.drawing.label)  # fmt: skip
+            return super().subgraph(graph, **kwargs)
+
+        def svg(self) -> str:
+            """The graph as SVG: drawn by `dot` where it is installed, else by graph_svg."""
+            if dot_available():
+                return self.pipe(format="svg", encoding="utf-8")
+            return to_svg(self.drawing)
 
         def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
             if not dot_available():
-                return {
-                    "text/plain": INSTALL_HINT,
-                    "text/html": f"<pre style='color:#b00;white-space:pre-wrap'>{html.escape(INSTALL_HINT)}</pre>",
-                }
+                return {"image/svg+xml": to_svg(self.drawing), "text/plain": repr(self)}
             return super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
 
         @property
@@ -106,10 +127,9 @@ def _new_graph(name: str, **attrs):
             node_attr={"shape": "box", "fontname": "Helvetica", "fontsize": "10", "style": "filled",
                        "fillcolor": "white", "margin": "0.08,0.04"},
             edge_attr={"arrowsize": "0.6", "color": "#555555"})  # fmt: skip
+    g.drawing.rankdir = attrs.get("rankdir", "TB")
     g.nodes_info = {}
     g.edges_info = []
-    if not dot_available():
-        print(INSTALL_HINT, file=sys.stderr)
     return g
 
 
@@ -346,6 +366,7 @@ def _add_legend(g, stage: str) -> None:
     cells = "".join(
         f'<TR><TD BGCOLOR="{color}">{html.escape(name)}</TD></TR>' for name, color in rows
     )
+    g.drawing.legend = rows
     with g.subgraph(name="cluster_legend") as legend:
         legend.attr(label="legend", style="dotted", fontsize="9")
         legend.node("legend", f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0">{cells}</TABLE>>',
@@ -486,13 +507,10 @@ def _artifact_size(artifact) -> str:
 
 
 __all__ = [
-    "INSTALL_HINT",
-    "GraphvizNotInstalled",
     "compiled_kernel",
     "dataflow_graph",
     "dot_available",
     "passes_by_stage",
     "pipeline_graph",
-    "require_dot",
     "value_names",
 ]  # fmt: skip

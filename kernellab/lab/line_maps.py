@@ -173,15 +173,15 @@ def sass_lines(text: str, filename: str) -> list[int | None]:
 class SourceLines:
     """Per line of each stage of a compiled kernel, the line of `filename` it came from (or None).
 
-    `fn` (the KernelFunction, when known) lets the TTIR be compiled again for its locations when
-    the compiler kept neither a source map nor the TTIR module.
+    Read from what the compiler kept (its source maps, the IR printed with locations, the
+    module): the viewer never compiles again behind the user's back.
     """
 
-    def __init__(self, ck, fn, filename: str | None):
+    def __init__(self, ck, filename: str | None):
         self.ck, self.filename = ck, filename
         self.compiler_maps = _compiler_source_maps(ck)
         needs_located = not all(self.compiler_maps.get(s) for s in ("ttir", "ttgir") if s in ck.asm)
-        self.located = _located_mlir_texts(ck, fn) if needs_located else {}
+        self.located = _located_mlir_texts(ck) if needs_located else {}
 
     def of(self, stage: str) -> list[int | None]:
         text = self.ck.asm[stage]
@@ -216,7 +216,7 @@ def _lines_from_map(mapping: dict, filename: str | None, n: int) -> list[int | N
     return out
 
 
-def _located_mlir_texts(ck, fn) -> dict[str, str]:
+def _located_mlir_texts(ck) -> dict[str, str]:
     """stage → IR text printed with locations, for the MLIR stages we can get it for."""
     from kernellab.ir import print_module
 
@@ -235,26 +235,7 @@ def _located_mlir_texts(ck, fn) -> dict[str, str]:
                 if stage not in out and isinstance(text, str) and _same_text(plain, text):
                     out[stage] = located
                     break
-    if "ttir" not in out and isinstance(ck.asm.get("ttir"), str) and fn is not None:
-        # the module is a later stage's: recompile the TTIR (cheap) to get its locations
-        try:
-            again = _ttir_again(ck, fn)
-            located = print_module(again.module, locations=True)
-            if _same_text(strip_locations(located), ck.asm["ttir"]):
-                out["ttir"] = located
-        except Exception:
-            pass
     return out
-
-
-def _ttir_again(ck, fn):
-    import kernellab as kl
-
-    md = ck.metadata
-    return kl.compile(
-        fn, signature=md.signature or None, constexprs=dict(md.constexprs), attrs=md.attrs or None,
-        target="interpreter",
-    )  # fmt: skip
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -610,13 +610,22 @@ class BenchResult:
         """How many times faster the kernel is than the reference (reference time / kernel time)."""
         return self.ms_reference / self.ms_kernel if self.ms_kernel > 0 else float("inf")
 
+    @property
+    def on_interpreter(self) -> bool:
+        return self.device != "GPU"
+
     def _repr_mimebundle_(self, include=None, exclude=None):
         from html import escape
 
         faster = f"{self.ratio:.2f}× the speed of {self.label}"
+        if self.on_interpreter:  # numpy running IR vs numpy: not a result about any GPU kernel
+            verdict = (f"interpreter times: they measure numpy on this CPU running the kernel's IR, "
+                       f"not a GPU; the ratio ({self.ratio:.2f}×) says nothing about the kernel's speed")  # fmt: skip
+        else:
+            verdict = f"{self.name} runs at {faster}"
         text = (
             f"bench on the {self.device}: {self.name} {self.ms_kernel:.4f} ms | {self.label} "
-            f"({self.expr}) {self.ms_reference:.4f} ms | {self.name} runs at {faster}"
+            f"({self.expr}) {self.ms_reference:.4f} ms | {verdict}"
         )
         cell = "padding:2px 12px 2px 0;text-align:right;font-family:monospace"
         left = "padding:2px 12px 2px 0;text-align:left"
@@ -634,19 +643,27 @@ class BenchResult:
             f'{escape(self.device)} (kl.testing.do_bench)</div><table style="border-collapse:collapse">'
             f'<tr><td style="{left}"><b>{escape(self.name)}</b></td><td style="{cell}">{self.ms_kernel:.4f} ms</td><td>{bar(width_k, "#0969da")}</td></tr>'
             f'<tr><td style="{left}">{escape(self.label)}: <code>{escape(self.expr)}</code></td><td style="{cell}">{self.ms_reference:.4f} ms</td><td>{bar(width_r, "#8c959f")}</td></tr>'
-            f"</table><div>{escape(self.name)} runs at <b>{self.ratio:.2f}×</b> the speed of {escape(self.label)}</div></div>"
-        )
+            "</table>"
+            + (f"<div style='color:#9a6700'>{escape(verdict)}</div>" if self.on_interpreter else
+               f"<div>{escape(self.name)} runs at <b>{self.ratio:.2f}×</b> the speed of {escape(self.label)}</div>")
+            + "</div>"
+        )  # fmt: skip
         return {"text/plain": text, "text/html": html}
 
 
 def load_ipython_extension(ip) -> None:
-    """`%load_ext kernellab`: register `%%kernel`."""
+    """`%load_ext kernellab`: register `%%kernel`, and show errors of kernel launches like
+    compile errors (kernellab.lab.launch_errors)."""
+    from kernellab.lab.launch_errors import register
+
     ip.register_magics(KernelMagics)
+    register(ip)
 
 
 def unload_ipython_extension(ip) -> None:
     magics = ip.magics_manager.magics.get("cell", {})
     magics.pop("kernel", None)
+    ip.set_custom_exc((), None)
 
 
 __all__ = [

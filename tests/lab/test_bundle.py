@@ -300,8 +300,34 @@ def test_bundle_has_three_mime_types(ck):
     assert 'data-kl-viewer="1"' in html
 
 
-def test_ttir_mapping_when_the_module_is_a_later_stage(ck):
-    """A GPU compile's `module` is its TTGIR: the TTIR's locations come from compiling it again."""
+@pytest.mark.parametrize("cached", [False, True], ids=["fresh", "cache-hit"])
+def test_show_of_a_compiled_kernel_links_every_stage_to_its_source(cached, monkeypatch, tmp_path):
+    """kl.lab.show(ck) on a GPU compile (no KernelFunction passed): the source and every stage's
+    line links come from the CompiledKernel itself, fresh or from the disk cache, and the viewer
+    compiles nothing again."""
+    if not compiling.nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    kwargs = dict(signature=SIG, constexprs={"BLOCK": 128}, target="sm_90")
+    ck = kl.compile(scale_kernel, force=True, **kwargs)
+    if cached:
+        ck = kl.compile(scale_kernel, **kwargs)
+        assert ck.metadata.cache_hit
+    monkeypatch.setattr(kl, "compile", lambda *a, **k: pytest.fail("the viewer compiled again"))
+    data = kernel_view.view(ck).data
+    assert "x = tl.load(x_ptr + offs, mask=mask)" in data["source"]["text"]
+    load_line = source_line(scale_kernel, "x = tl.load")
+    by_stage = {s["name"]: s for s in data["stages"]}
+    for stage, needle in (("ttir", "tt.load"), ("ttgir", "tt.load"), ("ptx", "ld.global")):
+        text, lines = by_stage[stage]["text"].splitlines(), by_stage[stage]["lines"]
+        hits = [lines[i] for i, line in enumerate(text) if needle in line]
+        assert hits and set(hits) == {load_line}, (stage, hits)
+    source = by_stage["source"]
+    assert source["lines"][0] == inspect.getsourcelines(scale_kernel.fn)[1]
+
+
+def test_stages_without_a_function_or_locations_map_to_none(ck):
+    """IR text compiled on its own has no source: the lines are None, nothing fails."""
 
     class LaterStage:
         name = ck.name
@@ -312,13 +338,9 @@ def test_ttir_mapping_when_the_module_is_a_later_stage(ck):
         located_asm: dict = {}
         source_maps: dict = {}
 
-    with_fn = B.compile_data(B.ViewInput(LaterStage(), fn=scale_kernel))
-    ttir = next(s for s in with_fn["stages"] if s["name"] == "ttir")
-    load = next(i for i, line in enumerate(ttir["text"].splitlines()) if "tt.load" in line)
-    assert ttir["lines"][load] == source_line(scale_kernel, "x = tl.load")
-    assert [s["name"] for s in with_fn["stages"]] == ["source", "ttir", "ttgir"]
-    without_fn = B.compile_data(B.ViewInput(LaterStage()))
-    assert all(v is None for s in without_fn["stages"] for v in s["lines"])
+    data = B.compile_data(B.ViewInput(LaterStage()))
+    assert [s["name"] for s in data["stages"]] == ["source", "ttir", "ttgir"]
+    assert all(v is None for s in data["stages"] for v in s["lines"])
 
 
 FAKE_LLIR = "; ModuleID = 'fake'\ndefine void @scale_kernel() {\n  ret void\n}\n"
@@ -405,3 +427,23 @@ def test_gpu_compile_labels_llvm_and_ptxas_passes(monkeypatch, tmp_path):
     html = kernel_view.view(ck).bundle["text/html"]
     heads = re.findall(r'kl-pass-name"[^>]*>\d+\. ([\w.+-]+)</span> <span class="kl-pass-stage"[^>]*>\[(\w+)\]', html)
     assert ("llvm-O3", "llir") in heads and ("nvptx-codegen", "ptx") in heads and ("ptxas", "cubin") in heads
+
+
+def test_viewer_says_why_coalesce_changed_nothing(monkeypatch, tmp_path):
+    """Without alignment facts coalesce keeps 1 element per thread; the viewer says which facts
+    (alignment, mask constancy) limited it. With them it changes the IR and needs no reason."""
+    if not compiling.nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    kwargs = dict(signature=SIG, constexprs={"BLOCK": 1024}, target="sm_90")
+    plain = kernel_view.view(kl.compile(scale_kernel, **kwargs))
+    (coalesce,) = [p for p in plain.data["passes"] if p["name"] == "coalesce"]
+    assert not coalesce["changed"]
+    assert "1 element per thread" in coalesce["why"] and "4-byte aligned" in coalesce["why"]
+    assert "mask is known constant only in runs of 1" in coalesce["why"]
+    assert "Why no change: the axis analysis gives tt.load" in plain.bundle["text/html"]
+    attrs = {n: {"tt.divisibility": 16} for n in ("x_ptr", "out_ptr", "n")}
+    aligned = kernel_view.view(kl.compile(scale_kernel, attrs=attrs, **kwargs))
+    (coalesce,) = [p for p in aligned.data["passes"] if p["name"] == "coalesce"]
+    assert coalesce["changed"] and coalesce["why"] is None
+    assert all(p["why"] is None for p in aligned.data["passes"] if p["changed"])

@@ -226,7 +226,11 @@ def test_bench_shows_both_times_and_ratio(ip):
     plain, html = bench[0].data["text/plain"], bench[0].data["text/html"]
     assert "add_bench" in plain and "numpy" in plain and plain.count(" ms") == 2 and "×" in plain
     assert "<table" in html and "x + y" in html
+    # on the interpreter the times are labelled as numpy's, and no speed is claimed
+    assert "interpreter times" in plain and "runs at" not in plain and "says nothing" in html
     assert BenchResult("k", "ref", "e", 2.0, 1.0, "interpreter").ratio == 0.5
+    gpu = BenchResult("k", "torch", "e", 2.0, 1.0, "GPU")._repr_mimebundle_()
+    assert "k runs at 0.50× the speed of torch" in gpu["text/plain"]
 
 
 @pytest.mark.parametrize(
@@ -359,3 +363,92 @@ def test_a_failing_later_stage_shows_the_stages_that_compiled(ip, monkeypatch):
         assert "frobnicate" in texts(captured)  # the text/plain rendering carries the note
         assert data["passes"][-1]["name"] == "lower" and data["passes"][-1]["stage"] == "llir"
         assert data["timings"]["cache_hit"] is False
+
+
+@pytest.mark.parametrize("with_nvdisasm", [True, False], ids=["nvdisasm", "no-nvdisasm"])
+def test_sass_tab_when_nvdisasm_exists_else_a_note(ip, monkeypatch, with_nvdisasm):
+    from kernellab.backends.nvidia import sass
+    from kernellab.lab.compiling import nvidia_available
+
+    if not nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    if with_nvdisasm and sass.find_nvdisasm() is None:
+        pytest.skip("nvdisasm is not installed (pip install nvidia-cuda-nvdisasm)")
+    if not with_nvdisasm:
+        monkeypatch.setattr(sass, "find_nvdisasm", lambda: None)
+    name = f"add_sass_{with_nvdisasm}"
+    cell = ADD.format(
+        flags='-s "*fp32,*fp32,*fp32,i32" -c BLOCK=256 --target sm_90 --force', name=name, op="+"
+    )
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None
+    data = bundles(captured)[0][MIME]
+    names = [s["name"] for s in data["stages"]]
+    if with_nvdisasm:
+        assert names[-1] == "sass"
+        sass_stage = data["stages"][-1]
+        assert "LDG" in sass_stage["text"] and "STG" in sass_stage["text"]
+        text = sass_stage["text"].splitlines()
+        stores = [sass_stage["lines"][i] for i, line in enumerate(text) if "STG" in line]
+        assert set(stores) == {cell_line(cell, "tl.store")}
+    else:
+        assert "sass" not in names
+        assert any("SASS" in n and "nvdisasm" in n for n in data["notes"]), data["notes"]
+
+
+LAUNCHES = """@kl.jit
+def add_unmasked(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x)
+
+
+@kl.jit
+def assert_small(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.device_assert(x < 0.5, "x must be small")
+"""
+
+
+@pytest.mark.parametrize("launch, words", [
+    ("add_unmasked[(kl.cdiv(n, 256),)](xs, np.empty_like(xs), n, BLOCK=256)",
+     ["OutOfBoundsError while launching a kernel", "x = tl.load(x_ptr + offs)", "element index 1000",
+      "kl.lab.access_view(add_unmasked, (kl.cdiv(n, 256),), xs, np.empty_like(xs), n, BLOCK=256)"]),
+    ("assert_small[(1,)](xs + 1, n, BLOCK=16)",
+     ["DeviceAssertionError while launching a kernel", 'tl.device_assert(x < 0.5, "x must be small")',
+      "x must be small", "kl.lab.access_view(assert_small, (1,), xs + 1, n, BLOCK=16)"]),
+    ("add_unmasked[(4,)](xs, np.empty_like(xs), BLOCK=256)",
+     ["TypeError while launching a kernel", "is missing 'n'"]),
+], ids=["out-of-bounds", "device-assert", "bad-arguments"])  # fmt: skip
+def test_launch_errors_render_like_compile_errors(ip, launch, words):
+    """The cell line with a caret, the kernel line, the message; no internal frames; the access
+    view one call away; %xmode Verbose brings the frames back."""
+    run(ip, "import numpy as np\nimport kernellab as kl\nimport kernellab.language as tl")
+    run(ip, LAUNCHES)
+    run(ip, "n = 1000\nxs = np.random.default_rng().random(n, dtype=np.float32)")
+    cell = f"first = 1\n{launch}\n"
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is not None
+    text = captured.stdout + captured.stderr
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if "while launching a kernel" in line)
+    assert "line 2)" in lines[head]  # the launch is line 2 of the cell
+    assert lines[head + 1].strip() == launch and set(lines[head + 2].strip()) == {"^"}
+    for word in words:
+        assert word in text, (word, text)
+    assert "kernellab/runtime" not in text and "Traceback" not in text and "/tmp/" not in text
+    run(ip, "%xmode Verbose")
+    try:
+        _, verbose = run(ip, cell)
+    finally:
+        run(ip, "%xmode Context")
+    assert "Traceback" in verbose.stdout + verbose.stderr
+    assert "runtime" in verbose.stdout + verbose.stderr
+
+
+def test_errors_in_the_users_own_code_keep_their_traceback(ip):
+    result, captured = run(ip, "def f():\n    raise ValueError('mine')\nf()")
+    assert isinstance(result.error_in_exec, ValueError)
+    text = captured.stdout + captured.stderr
+    assert "while launching a kernel" not in text and "mine" in text and "Traceback" in text

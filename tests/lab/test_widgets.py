@@ -89,7 +89,7 @@ def test_l2_large_enough_to_hold_everything_reads_each_block_once():
 
 
 def test_tile_order_explorer_redraws_on_step_and_group_size():
-    e = tile_order.tile_order(simulate=False)
+    e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9, simulate=False)
     assert (e.data.row_major.blocks, e.data.grouped.blocks) == (90, 54)
     first_png = e.png
     e.controls["step"].value = 20
@@ -100,6 +100,24 @@ def test_tile_order_explorer_redraws_on_step_and_group_size():
     e.controls["M"].value = 4 * 64  # a smaller grid: the step slider is clamped to the programs
     assert e.controls["step"].max == 4 * 9 and e.data.grouped.step == 20
     assert_snapshot(e)
+
+
+def test_tile_order_defaults_exceed_l2_so_the_orders_differ():
+    """The defaults are the tutorial's sizes: A and B larger than L2, grouped order wins."""
+    e = tile_order.tile_order()
+    rm, g = e.data.l2
+    assert rm.min_bytes > 50 * 2**20
+    assert g.hit_rate > rm.hit_rate + 0.05 and g.dram_bytes < rm.dram_bytes
+    assert "exceed the 50.0 MiB L2: row-major order moves" in e.caption(e.data)
+
+
+def test_tile_order_says_when_l2_holds_everything():
+    e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9)
+    rm, g = e.data.l2
+    assert rm.hit_rate == g.hit_rate and rm.dram_bytes == g.dram_bytes == rm.min_bytes
+    assert "L2 holds everything" in e.caption(e.data)
+    e.controls["l2_mb"].value = 0.25  # a smaller L2 than A and B: the verdict changes with it
+    assert "L2 holds everything" not in e.caption(e.data)
 
 
 def test_tile_order_explorer_reports_l2_simulation():
@@ -121,6 +139,39 @@ def test_seed_layout_thread_0_owns_two_runs_of_eight():
     assert pic.warp[64, 0] == 0 and pic.register[64, 3] == 11 and pic.lane[0, 8] == 1
     assert pic.thread[127, 31] == 255
     assert "sizePerThread = [1, 8]" in pic.description
+
+
+def test_broadcast_layouts_say_which_threads_share_an_element():
+    from kernellab.layouts import blocked, slice_layout
+
+    parent = blocked([1, 4], [8, 4], [4, 1], [1, 0], [32, 32])
+    rows = layout.layout_table(slice_layout(parent, 1))  # a row sum: 4 lanes hold each row
+    assert rows.threads_holding(0) == [0, 1, 2, 3] and rows.duplicated == 32
+    assert "element (0,) by threads 0, 1, 2, 3" in layout._caption(rows)
+    cols = layout.layout_table(slice_layout(parent, 0))  # every warp holds the same columns
+    assert set(np.unique(cols.warp)) == {0}
+    e = layout.layout(slice_layout(parent, 0), "columns")
+    from kernellab.lab.widgets.base import new_figure
+
+    fig = new_figure(*e.figsize(e.data))
+    e.draw(e.data, fig)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "warp 0" in legend and "warp 1" not in legend  # warps 1-3 hold copies only
+    assert "3 more warps hold copies only" in legend
+    labels = [t.get_text() for t in ax.texts]
+    assert labels and all("×" in t for t in labels) and not ax.collections[1:]  # no crosses
+
+
+def test_default_layout_picture_has_readable_labels():
+    from kernellab.lab.widgets.base import new_figure
+
+    e = layout.layout()
+    assert e.data.tensor_shape == (64, 32)  # one pass of the 8 warps: every thread once
+    fig = new_figure(*e.figsize(e.data))
+    e.draw(e.data, fig)
+    sizes = [t.get_fontsize() for t in fig.axes[0].texts]
+    assert len(sizes) == 256 and min(sizes) >= 6
 
 
 def test_layout_table_agrees_with_the_layout_object():
@@ -155,6 +206,9 @@ def test_layout_explorer_changes_with_its_controls():
     assert list(e.controls["wpc0"].options) == [1, 2] and e.data.num_warps == 2
     e.controls["order"].value = (0, 1)
     assert "order = [0, 1]" in e.data.description
+    # the controls read as whole values: each menu names its entry, the readout the full lists
+    assert all("[" not in c.description and c.description != "," for c in e.controls.values())
+    assert "sizePerThread = [1, 4], threadsPerWarp = [32, 1], warpsPerCTA = [2, 1]" in e._derived.value
     e.controls["rows"].value = 16  # smaller than the layout's tile: elements are broadcast
     assert e.data.duplicated > 0 and e.data.owners.max() > 1
     assert_snapshot(e)
@@ -258,12 +312,39 @@ def test_swizzle_explorer_changes_with_its_controls():
     assert e.data.after.ways == 4
     e.controls["max_phase"].value = 1  # no swizzle at all: after == before
     np.testing.assert_array_equal(e.data.after.bank, e.data.before.bank)
-    assert e.controls["instruction"].max == e.data.num_instructions - 1 > 0
-    e.controls["instruction"].value = 1  # the second instruction reads the second column chunk
+    # the slider counts instructions from 1, as the picture's title does
+    assert e.controls["instruction"].max == e.data.num_instructions > 1
+    e.controls["instruction"].value = 2  # the second instruction reads the second column chunk
+    assert e.data.instruction == 1 and "instruction 2 of" in _title(e)
+    labels = _texts(e)  # one lane/bank label per lane the instruction reads, all readable
+    assert len(labels) == 32 and min(size for _, size in labels) >= swizzle.MIN_LABEL_POINTS
     assert (e.data.before.lane[:, 8:16] >= 0).all() and (e.data.before.lane[:, :8] < 0).all()
+    e.controls["max_phase"].value = 8
+    column_total = e.data.after.wavefronts
     e.controls["pattern"].value = "ldmatrix"
-    assert e.data.pattern == "ldmatrix" and e.data.num_instructions == 1
+    # ldmatrix covers the whole 32 x 64 tile too (8 instructions of 16 x 16): totals compare
+    assert e.data.pattern == "ldmatrix" and e.data.num_instructions == 8
+    assert (e.data.before.lane >= 0).sum() == 16 * 16
+    assert e.data.after.wavefronts == column_total == 32 * 64 * 2 // 128
+    assert e.controls["instruction"].max == 8
     assert_snapshot(e)
+
+
+def _drawn(explorer):
+    from kernellab.lab.widgets.base import new_figure
+
+    fig = new_figure(*explorer.figsize(explorer.data))
+    explorer.draw(explorer.data, fig)
+    return fig
+
+
+def _title(explorer) -> str:
+    return _drawn(explorer)._suptitle.get_text()
+
+
+def _texts(explorer) -> list[tuple[str, float]]:
+    """(text, font size) of the labels on the 'before' picture."""
+    return [(t.get_text(), t.get_fontsize()) for t in _drawn(explorer).axes[0].texts]
 
 
 # -- memory access ---------------------------------------------------------------------------
@@ -307,6 +388,12 @@ def test_access_view_counts_elements_programs_and_masked_lanes():
     assert pic.loads.ravel()[:n].tolist() == [1] * n and pic.stores.sum() == 0
     assert pic.first_program.ravel()[:n].tolist() == (np.arange(n) // 256).tolist()
     assert [s.kind for s in pic.sites] == ["load"] and pic.masked == 1024 - n
+    # the masked lanes are drawn where they pointed: the cells past the end of the buffer
+    masked = pic.masked_lanes.ravel()
+    assert masked[:n].sum() == 0 and masked[n:].tolist() == [1] * (pic.shape[0] * 64 - n)
+    # the menus start on a value, not blank (an ipywidgets Dropdown shows None as no selection)
+    assert view.controls["program"].value == access.ALL and view.controls["program"].index == 0
+    assert view.controls["site"].value == access.EVERY_SITE and view.controls["site"].index == 0
     view.controls["arg"].value = "out_ptr"
     assert view.data.stores.ravel()[:n].sum() == n and view.data.loads.sum() == 0
     view.controls["program"].value = (1, 0, 0)
@@ -315,6 +402,11 @@ def test_access_view_counts_elements_programs_and_masked_lanes():
     for program in (2, 3):  # the last programs' lanes past n are masked (all of them when n <= 768)
         view.controls["program"].value = (program, 0, 0)
         assert view.data.masked == 256 - min(256, max(0, n - 256 * program))
+        # drawn: the masked lanes of this program that point into the padding after the buffer
+        padded = pic.shape[0] * 64
+        assert view.data.masked_lanes.sum() == max(0, min(256 * program + 256, padded) - max(256 * program, n))
+    view.controls["program"].value = access.ALL
+    assert view.data.program is None and view.data.stores.ravel()[:n].sum() == n
     assert_snapshot(view)
 
 
@@ -360,3 +452,108 @@ def test_access_view_from_a_trace():
     assert view.data.shape == (8, 16) and (view.data.loads == 1).all()
     summary = access.access_summary(trace, "out_ptr", program=1)
     assert np.nonzero(summary.stores.ravel())[0].tolist() == list(range(64, 128))
+
+
+# -- the explorers on a compiled kernel (the layouts and swizzles the compiler chose) --------
+
+
+@pytest.fixture(scope="module")
+def compiled_matmul():
+    """Triton's tutorial matmul compiled for sm_80 (no GPU needed), blocks kept small."""
+    from kernellab.examples import matmul_kernel
+    from kernellab.lab.compiling import nvidia_available
+
+    if not nvidia_available():
+        pytest.skip("the NVIDIA backend is not in this build")
+    aligned = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
+    return kl.compile(
+        matmul_kernel, signature="*fp16,*fp16,*fp16," + ",".join(["i32"] * 9),
+        constexprs=dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, GROUP_SIZE_M=8, ACTIVATION=""),
+        attrs={n: {"tt.divisibility": 16} for n in aligned}, target="sm_80", num_warps=4,
+    )  # fmt: skip
+
+
+def test_kernel_layouts_lists_every_layout_of_the_ttgir(compiled_matmul):
+    from kernellab.layouts import from_encoding
+    from kernellab.lab.kernel_layouts import kernel_layouts
+
+    found = kernel_layouts(compiled_matmul)
+    kinds = {item.kind for item in found}
+    assert {"blocked", "slice", "nvidia_mma", "dot_op", "swizzled_shared"} <= kinds
+    ttgir = compiled_matmul.asm["ttgir"]
+    for item in found:  # every layout is named as the TTGIR names it, and used there
+        assert item.name in ttgir and item.values and item.shapes
+        assert item.linear_layout().out_shape == tuple(item.shape) or item.shared
+        if not item.shared:
+            assert item.linear_layout() == from_encoding(item.encoding, item.shape)
+    mma = next(item for item in found if item.kind == "nvidia_mma")
+    assert "versionMajor = 2" in mma.text
+    assert len({item.name for item in found}) == len(found)  # distinct
+
+
+def test_shared_buffers_carry_the_compilers_swizzle_and_its_accesses(compiled_matmul):
+    """Each local_alloc's swizzle is the one best_swizzle picks for the accesses the lab shows
+    (one rule), and it serves the ldmatrix read in fewer wavefronts than no swizzle."""
+    from kernellab.layouts import best_swizzle
+    from kernellab.lab.kernel_layouts import shared_buffers
+
+    buffers = shared_buffers(compiled_matmul)
+    assert len(buffers) == 2 and all(b.elem_bytes == 2 and b.stages >= 1 for b in buffers)
+    for b in buffers:
+        assert [a.what.split(":")[0] for a in b.accesses] == ["write", "read"]
+        best, _ = best_swizzle([a.layout for a in b.accesses], b.elem_bytes)
+        record = best.encoding
+        assert (record.vec, record.per_phase, record.max_phase, tuple(record.order)) == tuple(b.params.values())
+        (_, w0, w1), (read, r0, r1) = swizzle.buffer_conflicts(b)
+        assert "ldmatrix" in read and r1 < r0 and w1 <= w0
+
+
+def test_swizzle_explorer_opens_on_a_compiled_kernel(compiled_matmul):
+    view = kl.lab.swizzle(compiled_matmul)
+    names = list(view.buffers)
+    caption = view.caption(view.data)
+    assert "wavefronts unswizzled" in caption and view.buffers[names[0]].encoding_name in caption
+    first_png = view.png
+    view.controls["access"].value = 1  # the ldmatrix read
+    assert view.data.pattern.startswith("read: ldmatrix")
+    assert view.data.before.wavefronts > view.data.after.wavefronts
+    view.controls["buffer"].value = names[1]
+    assert view.controls["access"].value == 0 and view.data.params["buffer"] == names[1]
+    assert view.png != first_png
+    assert_snapshot(view)
+    with pytest.raises(KeyError, match="no shared buffer"):
+        kl.lab.swizzle(compiled_matmul, "%nope")
+
+
+def test_layouts_explorer_draws_every_layout_of_a_compiled_kernel(compiled_matmul):
+    view = kl.lab.layouts(compiled_matmul)
+    pngs = set()
+    for name, item in view.layouts.items():
+        view.controls["layout"].value = name
+        assert name in view.caption(view.data)
+        if item.shared:
+            assert isinstance(view.data, swizzle.SwizzlePicture)
+        else:
+            assert view.data.tensor_shape == item.shape
+        pngs.add(view.png)
+    assert len(pngs) == len(view.layouts)
+    assert_snapshot(view)
+    with pytest.raises(ValueError, match="target='sm_90'"):
+        kl.lab.layouts(kl.compile(compiled_matmul.function, signature="*fp16,*fp16,*fp16," + ",".join(["i32"] * 9),
+                                  constexprs=dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16,
+                                                  GROUP_SIZE_M=1, ACTIVATION="")))  # fmt: skip
+
+
+def test_saved_notebook_without_widget_state_exports_the_snapshot():
+    """nbconvert (and any renderer without the widget's kernel) shows the explorer's snapshot."""
+    nbformat = pytest.importorskip("nbformat")
+    nbconvert = pytest.importorskip("nbconvert")
+    e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9)
+    bundle = e._repr_mimebundle_()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("kl.lab.tile_order(...)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    nb.cells = [cell]
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)  # no widget state saved
+    assert "kernellab-snapshot" in html and "data:image/png;base64," in html
+    assert "row-major loads 90 distinct blocks" in html

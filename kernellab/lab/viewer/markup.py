@@ -71,6 +71,7 @@ STYLES = {
     "kl-pass-time": f"color:{MUTED}",
     "kl-pass-changed": "color:#1a7f37;font-weight:600",
     "kl-pass-body": "margin:2px 0 6px 1.5em",
+    "kl-pass-why": "margin:2px 0 4px;padding:3px 6px;border-left:3px solid #9a6700;white-space:normal",
     "kl-diff-scroll": "max-height:32em;overflow:auto",
     "kl-diff": (
         f"border-collapse:collapse;font-family:{MONO};font-size:12px;line-height:1.45;width:100%;"

@@ -141,6 +141,8 @@ def passes_panel(data: dict) -> str:
             plain("span", "kl-pass-changed", "changed") if p["changed"] else plain("span", "kl-hint", "no change")
         )
         summary = f" · {p['summary']}" if p["summary"] and p["summary"] != "no change" else ""
+        if p.get("why"):
+            summary += " · why: the analysis facts below"
         head = element(
             "summary", "kl-pass-head",
             plain("span", "kl-pass-mark", "●" if p["changed"] else "○") + " "
@@ -149,7 +151,8 @@ def passes_panel(data: dict) -> str:
             + plain("span", "kl-pass-time", f"· {fmt_ms(p['seconds'])}{summary}"),
             title=p["summary"] or None,
         )  # fmt: skip
-        body = element("div", "kl-pass-body", _pass_body(data, i, p, previous))
+        why = plain("div", "kl-pass-why", f"Why no change: {p['why']}.") if p.get("why") else ""
+        body = element("div", "kl-pass-body", why + _pass_body(data, i, p, previous))
         kind = "kl-changed" if p["changed"] else "kl-unchanged"
         items.append(element("details", f"kl-pass {kind}", head + body, data_index=i,
                              open="" if i == first_changed else None))  # fmt: skip

@@ -1,6 +1,7 @@
 """Interactive explorers (ipywidgets 8 + matplotlib), one module each:
 
 - `layout(...)`       who holds each element of a tensor (blocked, slice, MMA, dot-operand)
+- `layouts(ck)`       every layout a compiled kernel's TTGIR uses, drawn the same way
 - `swizzle(...)`      shared-memory banks and conflicts, before and after swizzling
 - `tile_order(...)`   row-major vs grouped program order of a matmul, block loads, L2 hit rate
 - `access_view(...)`  the elements each program loads and stores (interpreter traces)
@@ -15,7 +16,7 @@ saved notebook keeps. ipywidgets and matplotlib are imported only when an explor
 
 from kernellab.lab.widgets.access import access_summary, access_view
 from kernellab.lab.widgets.bitonic_explorer import bitonic, bitonic_columns
-from kernellab.lab.widgets.layout_explorer import layout, layout_table
+from kernellab.lab.widgets.layout_explorer import layout, layout_table, layouts
 from kernellab.lab.widgets.sram_row import row_residency, sram_row
 from kernellab.lab.widgets.swizzle_explorer import swizzle, swizzle_data
 from kernellab.lab.widgets.tile_order_explorer import (
@@ -34,6 +35,7 @@ __all__ = [
     "block_loads",
     "layout",
     "layout_table",
+    "layouts",
     "program_order",
     "row_residency",
     "simulate_l2",

@@ -24,6 +24,7 @@ import numpy as np
 from kernellab.lab.widgets.base import Explorer
 
 ALL = "all programs"
+EVERY_SITE = -1  # the access menu's "every load/store" (a menu value of None shows blank)
 
 
 @dataclass
@@ -50,6 +51,7 @@ class AccessPicture:
     error: str | None = None
     error_program: tuple[int, int, int] | None = None
     error_index: int | None = None
+    masked_lanes: np.ndarray | None = None  # masked-off lanes whose address falls on each cell
 
     @property
     def touched(self) -> int:
@@ -93,8 +95,11 @@ def access_summary(trace, arg: str, size: int | None = None, shape=None, program
         size = max(int(r.indices[r.mask].max()) + 1 if r.mask.any() else 1 for r in records)
     if isinstance(program, int):
         program = (program, 0, 0)
+    display = _display_shape(size, shape)
+    padded = display[0] * display[1]
     loads = np.zeros(size, np.int64)
     stores = np.zeros(size, np.int64)
+    masked_at = np.zeros(padded, np.int64)  # masked lanes by the element they would have touched
     first = np.full(size, np.iinfo(np.int64).max, np.int64)
     gx, gy = (grid[0], grid[1]) if grid is not None else (None, None)
     stats: dict[int, SiteStats] = {}
@@ -108,6 +113,8 @@ def access_summary(trace, arg: str, size: int | None = None, shape=None, program
         mask = r.mask[rows].reshape(rows.sum(), -1)
         target = stores if r.kind == "store" else loads
         np.add.at(target, idx[mask], 1)
+        off = idx[~mask]
+        np.add.at(masked_at, off[(off >= 0) & (off < padded)], 1)
         if gx is None:
             gx = int(r.programs[:, 0].max()) + 1
             gy = int(r.programs[:, 1].max()) + 1
@@ -122,8 +129,6 @@ def access_summary(trace, arg: str, size: int | None = None, shape=None, program
     for s in stats.values():
         s.masked = s.lanes - s.active
     first = np.where(first == np.iinfo(np.int64).max, -1, first)
-    display = _display_shape(size, shape)
-    padded = display[0] * display[1]
 
     def fit(a, fill):
         out = np.full(padded, fill, a.dtype)
@@ -135,11 +140,12 @@ def access_summary(trace, arg: str, size: int | None = None, shape=None, program
         err_index = None
     return AccessPicture(arg, display, size, fit(loads, 0), fit(stores, 0), fit(first, -2),
                          program, sorted(stats.values(), key=lambda s: s.site), error,
-                         err_program, err_index)  # fmt: skip
+                         err_program, err_index, masked_at.reshape(display))  # fmt: skip
 
 
 def draw_access(pic: AccessPicture, fig) -> None:
     from matplotlib import colormaps
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     ax = fig.subplots()
@@ -172,6 +178,12 @@ def draw_access(pic: AccessPicture, fig) -> None:
                     Patch(facecolor=(0.55, 0.3, 0.75), label="loaded and stored")]  # fmt: skip
     handles.append(Patch(facecolor=(0.93, 0.93, 0.93), label="not touched"))
     ax.imshow(rgb, interpolation="nearest", aspect="auto")
+    if pic.masked_lanes is not None and pic.masked_lanes.any():  # where masked lanes pointed
+        ys, xs = np.nonzero(pic.masked_lanes)
+        ax.scatter(xs, ys, marker="x", s=max(6, min(40, 4000 / (rows * cols) ** 0.5)), color="#777777",
+                   linewidths=0.8)  # fmt: skip
+        handles.append(Line2D([], [], marker="x", linestyle="", color="#777777",
+                              label="masked lane (nothing accessed)"))  # fmt: skip
     if pic.error_index is not None:
         i = pic.error_index
         r, c = divmod(i, cols) if 0 <= i < rows * cols else (min(max(i // cols, 0), rows - 1), None)
@@ -275,10 +287,10 @@ class AccessView(Explorer):
         sites = sorted({(r.op_index, r.kind, r.location) for r in trace.records})
         controls = {
             "arg": w.Dropdown(options=names, value=arg if arg in names else names[0], description="argument"),
-            "program": w.Dropdown(options=[(ALL, None)] + [(str(p), p) for p in programs], value=None,
+            "program": w.Dropdown(options=[(ALL, ALL)] + [(str(p), p) for p in programs], value=ALL,
                                   description="program"),
-            "site": w.Dropdown(options=[("every load/store", None)] + [(f"{k} at {loc}", i) for i, k, loc in sites],
-                               value=None, description="access", layout=w.Layout(width="360px")),
+            "site": w.Dropdown(options=[("every load/store", EVERY_SITE)] + [(f"{k} at {loc}", i) for i, k, loc in sites],
+                               value=EVERY_SITE, description="access", layout=w.Layout(width="360px")),
         }  # fmt: skip
         super().__init__(controls)
 
@@ -287,8 +299,9 @@ class AccessView(Explorer):
         size = int(array.size) if array is not None else None
         shape = self.shapes.get(arg, array.shape if array is not None and array.ndim >= 2 else None)
         return access_summary(
-            self.trace, arg, size, shape, program, site, self.run_error, self.grid
-        )
+            self.trace, arg, size, shape, None if program == ALL else program,
+            None if site == EVERY_SITE else site, self.run_error, self.grid,
+        )  # fmt: skip
 
     def draw(self, data, fig) -> None:
         draw_access(data, fig)

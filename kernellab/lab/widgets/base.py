@@ -70,6 +70,7 @@ class Explorer:
 
         self.controls = dict(controls)
         self.image = w.Image(format="png")
+        self.image.add_class("kl-explorer-image")  # the JupyterLab extension's dark-theme rule
         self.status = w.HTML()
         rows = layout_rows or [list(self.controls)]
         boxes = [w.HBox([self.controls[name] for name in row]) for row in rows if row]

@@ -1,13 +1,14 @@
 """Layout explorer: which thread, warp and register holds each element of a tensor.
 
     kl.lab.layout(size_per_thread=[1, 8], threads_per_warp=[8, 4], warps_per_cta=[8, 1],
-                  order=[1, 0], shape=[128, 32])       # sliders for every parameter
+                  order=[1, 0], shape=[64, 32])        # sliders for every parameter
     kl.lab.layout(ck, "%offs")                          # the layout the compiler gave a value
 
 The picture is drawn from the compiler's own layout object (a `kernellab.layouts.LinearLayout`,
 via `as_table()`), so it shows exactly what code generation emits: each element's colour is its
 warp (lighter for higher lanes), its label `T<thread> r<register>`; thick lines separate threads.
-Elements held by several threads (broadcast layouts, slices) are hatched.
+An element held by several threads (broadcast layouts, slices) is labelled with its first
+holder and the number of holders (`T0 ×4`); the caption names the threads that share one.
 
 Pure functions: `blocked_layout(...)` builds the layout from the control values (rejecting
 invalid combinations with a sentence), `layout_table(ll)` computes the drawing data.
@@ -70,6 +71,14 @@ class LayoutPicture:
     num_lanes: int
     num_warps: int
     description: str
+    holders: np.ndarray | None = None  # (register, lane, warp) order → flat element it holds
+
+    def threads_holding(self, flat: int) -> list[int]:
+        """Every thread (warp * lanes + lane) that holds the element at flat index `flat`."""
+        if self.holders is None:
+            return []
+        slots = np.nonzero(self.holders == flat)[0]  # slot = (warp * lanes + lane) * registers + r
+        return sorted({int(s) // self.num_registers for s in slots})
 
     @property
     def duplicated(self) -> int:
@@ -113,7 +122,7 @@ def layout_table(ll) -> LayoutPicture:
     encoding = getattr(ll, "encoding", None)
     return LayoutPicture(
         shape, grid, warp.reshape(grid), lane.reshape(grid), reg.reshape(grid), thread.reshape(grid),
-        owners.reshape(grid), R, L, W, str(encoding) if encoding is not None else str(ll),
+        owners.reshape(grid), R, L, W, str(encoding) if encoding is not None else str(ll), by_owner,
     )  # fmt: skip
 
 
@@ -156,11 +165,6 @@ def draw_layout(pic: LayoutPicture, fig, title: str = "") -> None:
             )
         )
     dup = pic.owners > 1
-    if dup.any():
-        ys, xs = np.nonzero(dup)
-        ax.scatter(
-            xs, ys, marker="x", s=12 if rows * cols <= 4096 else 2, color="#333333", linewidths=0.6
-        )
     _label_runs(ax, pic, fig)
     ax.set_xlabel(
         f"dim{len(pic.tensor_shape) - 1}" if len(pic.tensor_shape) > 1 else "element % 32"
@@ -174,14 +178,18 @@ def draw_layout(pic: LayoutPicture, fig, title: str = "") -> None:
     for axis, n in ((ax.xaxis, cols), (ax.yaxis, rows)):
         step = max(1, n // 16)
         axis.set_ticks(range(0, n, step))
-    handles = [Patch(facecolor=colors[w], label=f"warp {w}") for w in range(min(pic.num_warps, 16))]
-    if pic.num_warps > 16:
-        handles.append(Patch(facecolor="white", label=f"... {pic.num_warps} warps"))
+    shown = sorted(int(w) for w in np.unique(pic.warp[owned]))  # warps that own a first copy
+    handles = [Patch(facecolor=colors[w], label=f"warp {w}") for w in shown[:16]]
+    if len(shown) > 16:
+        handles.append(Patch(facecolor="white", label=f"... {len(shown)} warps"))
     handles.append(Patch(facecolor="white", edgecolor="white", label="lighter = higher lane"))
+    hidden = pic.num_warps - len(shown)
+    if hidden:
+        handles.append(Patch(facecolor="white", edgecolor="white",
+                             label=f"{hidden} more warp{'s' if hidden > 1 else ''} hold copies only"))  # fmt: skip
     if dup.any():
-        handles.append(
-            Patch(facecolor="white", edgecolor="white", label="x = held by several threads")
-        )
+        handles.append(Patch(facecolor="white", edgecolor="white",
+                             label="T0 ×4: T0 and 3 more threads hold it"))  # fmt: skip
     ax.legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False
     )
@@ -228,11 +236,13 @@ def _label_runs(ax, pic: LayoutPicture, fig) -> None:
         return
     for i, j, k, thread, r0, r1 in runs:
         run_w = (k - j + 1) * cell_w
+        copies = int(pic.owners[i, j])
+        held = f"T{thread}" + (f" ×{copies}" if copies > 1 else "")  # broadcast: how many hold it
         if k == j:  # one cell: thread over register
-            fs = min(8.0, cell_h / 2.4, cell_w / (0.62 * max(len(f"T{thread}"), 3)))
-            text = f"T{thread}\nr{r0}"
+            fs = min(8.0, cell_h / 2.4, cell_w / (0.62 * max(len(held), 3)))
+            text = f"{held}\nr{r0}"
         else:
-            text = f"T{thread} r{r0}-{r1}"
+            text = f"{held} r{r0}-{r1}"
             fs = min(8.0, cell_h * 0.75, run_w / (0.62 * len(text)))
             if fs < 4.0:
                 text = f"T{thread}"
@@ -266,10 +276,19 @@ def _caption(pic: LayoutPicture) -> str:
         ),
     ]
     if pic.duplicated:
+        first = int(np.argmax(pic.owners.ravel() > 1))
+        coord = np.unravel_index(first, pic.tensor_shape) if pic.tensor_shape else ()
+        threads = pic.threads_holding(first)
         lines.append(
-            f"{pic.duplicated} elements are held by several threads (the layout broadcasts)"
+            f"{pic.duplicated} elements are held by several threads (the layout broadcasts): "
+            f"element {tuple(int(c) for c in coord)} by threads {_thread_list(threads)}"
         )
     return "\n".join(lines)
+
+
+def _thread_list(threads: list[int], limit: int = 12) -> str:
+    shown = ", ".join(str(t) for t in threads[:limit])
+    return shown + (f", ... ({len(threads)} threads)" if len(threads) > limit else "")
 
 
 class LayoutExplorer(Explorer):
@@ -278,7 +297,7 @@ class LayoutExplorer(Explorer):
     title = "layout explorer"
 
     def __init__(self, size_per_thread=(1, 8), threads_per_warp=(8, 4), warps_per_cta=(8, 1),
-                 order=(1, 0), shape=(128, 32)):  # fmt: skip
+                 order=(1, 0), shape=(64, 32)):  # fmt: skip
         import ipywidgets as w
 
         spt, tpw, wpc, shape = (
@@ -297,14 +316,14 @@ class LayoutExplorer(Explorer):
                               layout=w.Layout(width=width))  # fmt: skip
 
         controls = {
-            "spt0": dd("sizePerThread [", powers_of_two(1, 16), spt[0], "170px"),
-            "spt1": dd(",", powers_of_two(1, 16), spt[1], "80px"),
-            "tpw0": dd("threadsPerWarp [", powers_of_two(1, 32), tpw[0], "180px"),
+            "spt0": dd("sizePerThread, rows", powers_of_two(1, 16), spt[0], "200px"),
+            "spt1": dd("cols", powers_of_two(1, 16), spt[1], "110px"),
+            "tpw0": dd("threadsPerWarp, rows", powers_of_two(1, 32), tpw[0], "210px"),
             "warps": dd("num_warps", powers_of_two(1, 16), num_warps, "140px"),
-            "wpc0": dd("warpsPerCTA [", powers_of_two(1, num_warps), wpc[0], "160px"),
+            "wpc0": dd("warpsPerCTA, rows", powers_of_two(1, num_warps), wpc[0], "190px"),
             "order": dd("order", [("[1, 0]", (1, 0)), ("[0, 1]", (0, 1))], tuple(order), "130px"),
-            "rows": dd("shape [", powers_of_two(1, 256), shape[0], "130px"),
-            "cols": dd(",", powers_of_two(1, 256), shape[1], "80px"),
+            "rows": dd("shape: rows", powers_of_two(1, 256), shape[0], "150px"),
+            "cols": dd("cols", powers_of_two(1, 256), shape[1], "110px"),
         }
         if tpw[0] * tpw[1] != 32:
             raise ValueError(f"threadsPerWarp = {list(tpw)} must multiply to 32")
@@ -340,8 +359,10 @@ class LayoutExplorer(Explorer):
 
     def _show_derived(self) -> None:
         p = self.params(**self.values())
-        self._derived.value = (f"&nbsp; threadsPerWarp = {list(p['threads_per_warp'])}, "
-                               f"warpsPerCTA = {list(p['warps_per_cta'])}")  # fmt: skip
+        # the whole layout as the TTGIR writes it: the menus each set one entry of these lists
+        self._derived.value = (f"&nbsp; sizePerThread = {list(p['size_per_thread'])}, threadsPerWarp = "
+                               f"{list(p['threads_per_warp'])}, warpsPerCTA = {list(p['warps_per_cta'])}, "
+                               f"order = {list(p['order'])}, shape = {list(p['shape'])}")  # fmt: skip
 
     def compute(self, **values) -> LayoutPicture:
         return layout_table(blocked_layout(**self.params(**values)))
@@ -489,6 +510,79 @@ class KernelLayoutView(Explorer):
         return _caption(data)
 
 
+class KernelLayoutsView(Explorer):
+    """Every distinct layout of a compiled kernel's TTGIR (blocked, slice, MMA, dot operand,
+    swizzled shared), drawn by the same kernellab.layouts code the compiler lowers with."""
+
+    title = "layouts of a compiled kernel"
+
+    def __init__(self, ck, name: str | None = None):
+        import ipywidgets as w
+
+        from kernellab.lab.kernel_layouts import kernel_layouts, shared_buffers
+
+        self.layouts = {item.name: item for item in kernel_layouts(ck)}
+        if not self.layouts:
+            raise ValueError("the TTGIR has no values with layouts")
+        self.buffers = {b.encoding: b for b in shared_buffers(ck) if b.accesses}
+        if name is not None and name not in self.layouts:
+            raise KeyError(f"no layout {name} in the TTGIR; its layouts: {', '.join(self.layouts)}")
+        options = [(f"{n}  ({item.kind}, {len(item.values)} values)", n) for n, item in self.layouts.items()]
+        controls = {"layout": w.Dropdown(options=options, value=name or next(iter(self.layouts)),
+                                         description="layout", layout=w.Layout(width="620px"))}  # fmt: skip
+        super().__init__(controls)
+
+    def compute(self, layout: str):
+        item = self.layouts[layout]
+        buffer = self.buffers.get(item.encoding) if item.shared else None
+        if buffer is not None:  # a shared layout: its buffer's banks under the dot-operand read
+            from kernellab.lab.widgets.swizzle_explorer import access_picture
+
+            read = buffer.accesses[-1]
+            return access_picture(read.layout, item.linear_layout(buffer.shape), buffer.elem_bytes,
+                                  read.what, {**buffer.params, "layout": layout})  # fmt: skip
+        pic = layout_table(item.linear_layout())
+        shapes = ", ".join("x".join(map(str, s)) for s in item.shapes)
+        pic.description = f"{item.name}: used by {len(item.values)} values ({shapes})\n{pic.description}"
+        return pic
+
+    def draw(self, data, fig) -> None:
+        if isinstance(data, LayoutPicture):
+            draw_layout(data, fig)
+        else:
+            from kernellab.lab.widgets.swizzle_explorer import draw_swizzle
+
+            draw_swizzle(data, fig)
+
+    def figsize(self, data):
+        if isinstance(data, LayoutPicture):
+            w_, h = _figsize(data)
+            return (w_, h + 0.3)
+        from kernellab.lab.widgets.swizzle_explorer import swizzle_figsize
+
+        return swizzle_figsize(data)
+
+    def caption(self, data) -> str:
+        if isinstance(data, LayoutPicture):
+            return _caption(data)
+        from kernellab.lab.widgets.swizzle_explorer import _caption as swizzle_caption
+
+        item = self.layouts[data.params["layout"]]
+        return (f"{item.name} = {item.text}, the shared layout of {', '.join(item.values)}\n"
+                f"{swizzle_caption(data)}\nkl.lab.swizzle(ck) shows every access of every buffer")  # fmt: skip
+
+
+def layouts(ck, name: str | None = None) -> KernelLayoutsView:
+    """Every distinct layout the compiler chose for `ck` (a CompiledKernel compiled for a GPU, or
+    a @kl.jit kernel's last compile), with a menu; `name` opens one (`"#mma"`)."""
+    from kernellab.lab.graphs import compiled_kernel
+
+    found = compiled_kernel(ck)
+    if found is None:
+        raise TypeError(f"layouts() takes a CompiledKernel (kl.compile(...)), not {type(ck).__name__}")
+    return KernelLayoutsView(found, name)
+
+
 def layout(*args, **kwargs):
     """The layout explorer.
 
@@ -510,11 +604,13 @@ def layout(*args, **kwargs):
 
 __all__ = [
     "KernelLayoutView",
+    "KernelLayoutsView",
     "LayoutExplorer",
     "LayoutPicture",
     "blocked_layout",
     "layout",
     "layout_of_value",
+    "layouts",
     "layout_table",
     "tensor_values",
 ]  # fmt: skip

@@ -27,6 +27,13 @@ from kernellab.lab.widgets.base import Explorer, is_power_of_two, powers_of_two
 
 PATTERNS = ("row", "column", "ldmatrix")
 NUM_BANKS = 32
+ROW_INCHES = 0.17  # a row of the tile: room for a lane/bank label of 8 points
+MIN_LABEL_POINTS = 5.0  # smaller labels are left out (the caption and the bars give the counts)
+
+
+def swizzle_figsize(pic) -> tuple[float, float]:
+    """Figure size for a SwizzlePicture: rows tall enough to label, at most 14 inches."""
+    return (12.0, min(14.0, 2.4 + pic.shape[0] * ROW_INCHES))
 
 
 def access_layout(pattern: str, shape, elem_bytes: int, access_bytes: int = 16):
@@ -42,7 +49,12 @@ def access_layout(pattern: str, shape, elem_bytes: int, access_bytes: int = 16):
             raise ValueError(
                 f"ldmatrix.x4 reads a 16 x {2 * per_row} block; the tile {rows} x {cols} is smaller"
             )
+        # one ldmatrix.x4 reads a 16 x (2 * per_row) block; the warp's next instructions read
+        # the blocks beside it and below it, so the counts cover the whole tile like the
+        # other patterns (and the totals compare)
         registers = [(0, 1 << i) for i in range(per_row.bit_length() - 1)]
+        registers += [(0, c) for c in powers_of_two(2 * per_row, cols // 2)]
+        registers += [(r, 0) for r in powers_of_two(16, rows // 2)]
         lanes = [(1, 0), (2, 0), (4, 0), (8, 0), (0, per_row)]
         return LinearLayout({"register": registers, "lane": lanes, "warp": []}, (rows, cols))
     per_lane = max(1, min(access_bytes // elem_bytes, cols))
@@ -133,16 +145,25 @@ def swizzle_data(vec, per_phase, max_phase, order, shape, elem_bytes, pattern, a
             f"{order[0]}: the XOR would leave the row; lower vec or maxPhase"
         )
     reg = access_layout(pattern, shape, elem_bytes, access_bytes)
-    plain = swizzled_shared(1, 1, 1, order, shape)
     swizzled = swizzled_shared(vec, per_phase, max_phase, order, shape)
+    params = {"vec": vec, "per_phase": per_phase, "max_phase": max_phase, "order": order,
+              "access_bytes": access_bytes}  # fmt: skip
+    return access_picture(reg, swizzled, elem_bytes, pattern, params, instruction)
+
+
+def access_picture(reg, swizzled, elem_bytes: int, pattern: str, params: dict,
+                   instruction: int = 0) -> SwizzlePicture:  # fmt: skip
+    """One warp's access `reg` (a register LinearLayout) on the shared layout `swizzled` and on
+    the unswizzled layout of the same order, with the swizzle best_swizzle picks for it."""
+    from kernellab.layouts import best_swizzle, swizzled_shared
+
+    shape = tuple(int(s) for s in swizzled.out_shape)
+    order = tuple(int(o) for o in swizzled.encoding.order)
+    plain = swizzled_shared(1, 1, 1, order, shape)
     before, n = _side(
         reg, plain, elem_bytes, instruction, "unswizzled " + str(plain.encoding or "")
     )
     after, _ = _side(reg, swizzled, elem_bytes, instruction, str(swizzled.encoding or ""))
-    params = {"vec": vec, "per_phase": per_phase, "max_phase": max_phase, "order": order,
-              "access_bytes": access_bytes}  # fmt: skip
-    from kernellab.layouts import best_swizzle
-
     best, results = best_swizzle([reg], elem_bytes)
     return SwizzlePicture(pattern, shape, elem_bytes, max(0, min(instruction, n - 1)), n, before, after, params,
                           str(best.encoding or best), max(r.max_ways for r in results))  # fmt: skip
@@ -152,9 +173,7 @@ def draw_swizzle(pic: SwizzlePicture, fig) -> None:
     from matplotlib import colormaps
 
     rows, cols = pic.shape
-    axes = fig.subplots(
-        2, 2, gridspec_kw={"height_ratios": [max(rows / max(cols, 1), 0.25) * 3, 1]}
-    )
+    axes = fig.subplots(2, 2, gridspec_kw={"height_ratios": [max(rows * ROW_INCHES, 1.0), 1.2]})
     cmap = colormaps["hsv"]
     for k, side in enumerate((pic.before, pic.after)):
         ax, bar = axes[0][k], axes[1][k]
@@ -162,7 +181,7 @@ def draw_swizzle(pic: SwizzlePicture, fig) -> None:
         rgb = colors[side.bank] * 0.35 + 0.65  # faded banks everywhere
         read = side.lane >= 0
         rgb[read] = colors[side.bank[read]] * 0.9
-        ax.imshow(rgb, interpolation="nearest", aspect="equal")
+        ax.imshow(rgb, interpolation="nearest", aspect="auto")  # rows tall enough to label
         ax.set_title(f"{'before' if k == 0 else 'after'}: {side.label}\n"
                      f"{side.ways_shown}-way on this access, {side.ways}-way worst, "
                      f"{side.wavefronts} wavefronts in all", fontsize=8)  # fmt: skip
@@ -193,7 +212,7 @@ def _label_lanes(ax, side: BankSide, fig) -> None:
     bbox = ax.get_position()
     width, height = fig.get_size_inches()
     cell_w = bbox.width * width / cols * 72
-    cell_h = min(bbox.height * height / rows * 72, cell_w)
+    cell_h = bbox.height * height / rows * 72
     for i in range(rows):
         j = 0
         while j < cols:
@@ -206,8 +225,9 @@ def _label_lanes(ax, side: BankSide, fig) -> None:
                 run_w = (k - j + 1) * cell_w
                 for text in (f"L{lane} b{b0}" + (f"-{b1}" if b1 != b0 else ""), f"L{lane}"):
                     fs = min(8.0, cell_h * 0.8, run_w / (0.62 * len(text)))
-                    if fs >= 3.5:
-                        ax.text((j + k) / 2, i, text, ha="center", va="center", fontsize=fs)
+                    if fs >= MIN_LABEL_POINTS:  # a pale box keeps it readable on dark banks
+                        ax.text((j + k) / 2, i, text, ha="center", va="center", fontsize=fs,
+                                bbox={"boxstyle": "square,pad=0.05", "fc": "white", "alpha": 0.55, "lw": 0})  # fmt: skip
                         break
             j = k + 1
 
@@ -222,7 +242,17 @@ def _caption(pic: SwizzlePicture) -> str:
     )
 
 
-class SwizzleExplorer(Explorer):
+class SwizzleView(Explorer):
+    """What the swizzle explorers share: a SwizzlePicture drawn before/after, sized to label."""
+
+    def draw(self, data, fig) -> None:
+        draw_swizzle(data, fig)
+
+    def figsize(self, data):
+        return swizzle_figsize(data)
+
+
+class SwizzleExplorer(SwizzleView):
     title = "swizzle explorer"
 
     def __init__(self, vec=8, per_phase=1, max_phase=8, order=(1, 0), shape=(32, 64), elem_bytes=2,
@@ -240,12 +270,12 @@ class SwizzleExplorer(Explorer):
             "per_phase": dd("perPhase", powers_of_two(1, 16), per_phase, "130px"),
             "max_phase": dd("maxPhase", powers_of_two(1, 16), max_phase, "130px"),
             "order": dd("order", [("[1, 0]", (1, 0)), ("[0, 1]", (0, 1))], tuple(order), "120px"),
-            "rows": dd("shape [", powers_of_two(8, 128), shape[0], "120px"),
-            "cols": dd(",", powers_of_two(8, 256), shape[1], "80px"),
+            "rows": dd("shape: rows", powers_of_two(8, 128), shape[0], "150px"),
+            "cols": dd("cols", powers_of_two(8, 256), shape[1], "110px"),
             "elem_bytes": dd("bytes/element", [1, 2, 4], elem_bytes, "150px"),
             "pattern": dd("access", list(PATTERNS), pattern, "160px"),
             "access_bytes": dd("bytes/lane", [4, 8, 16], access_bytes, "140px"),
-            "instruction": w.IntSlider(value=0, min=0, max=0, description="instruction"),
+            "instruction": w.IntSlider(value=1, min=1, max=1, description="instruction"),
         }
         super().__init__(controls, [["vec", "per_phase", "max_phase", "order", "rows", "cols"],
                                     ["elem_bytes", "pattern", "access_bytes", "instruction"]])  # fmt: skip
@@ -253,38 +283,123 @@ class SwizzleExplorer(Explorer):
     def compute(self, vec, per_phase, max_phase, order, rows, cols, elem_bytes, pattern, access_bytes,
                 instruction) -> SwizzlePicture:  # fmt: skip
         pic = swizzle_data(vec, per_phase, max_phase, order, (rows, cols), elem_bytes, pattern, access_bytes,
-                           instruction)  # fmt: skip
-        slider = self.controls["instruction"]
-        if slider.max != pic.num_instructions - 1:
-            slider.unobserve(self._on_change, names="value")
-            slider.max = pic.num_instructions - 1
-            slider.value = pic.instruction
-            slider.observe(self._on_change, names="value")
+                           instruction - 1)  # fmt: skip
+        _fit_slider(self, pic)
         return pic
-
-    def draw(self, data, fig) -> None:
-        draw_swizzle(data, fig)
-
-    def figsize(self, data):
-        rows, cols = data.shape
-        width = 12.0
-        return (width, min(12.0, 2.6 + (width / 2 - 0.8) * rows / cols))
 
     def caption(self, data) -> str:
         return _caption(data)
 
 
-def swizzle(vec=8, per_phase=1, max_phase=8, order=(1, 0), shape=(32, 64), elem_bytes=2, pattern="column",
-            access_bytes=16):  # fmt: skip
-    """The swizzle explorer (defaults: a 32 x 64 fp16 tile read down a column, 16 bytes per lane)."""
-    return SwizzleExplorer(
-        vec, per_phase, max_phase, order, shape, elem_bytes, pattern, access_bytes
-    )
+def _fit_slider(explorer: Explorer, pic: SwizzlePicture) -> None:
+    """The instruction slider counts from 1, as the picture's title does (instruction i of n)."""
+    slider = explorer.controls["instruction"]
+    if slider.max != pic.num_instructions or slider.value != pic.instruction + 1:
+        slider.unobserve(explorer._on_change, names="value")
+        slider.max = pic.num_instructions
+        slider.value = pic.instruction + 1
+        slider.observe(explorer._on_change, names="value")
+
+
+def buffer_conflicts(buffer) -> list[tuple[str, int, int]]:
+    """(access, wavefronts unswizzled, wavefronts with the compiler's swizzle) per access of a
+    compiled kernel's shared buffer (kernellab.lab.kernel_layouts.SharedBuffer)."""
+    from kernellab.layouts import from_encoding, swizzled_shared
+    from kernellab.layouts.banks import analyze
+
+    chosen = from_encoding(buffer.encoding, buffer.shape)
+    plain = swizzled_shared(1, 1, 1, buffer.params["order"], buffer.shape)
+    return [
+        (a.what, int(analyze(a.layout, plain, buffer.elem_bytes).wavefronts.sum()),
+         int(analyze(a.layout, chosen, buffer.elem_bytes).wavefronts.sum()))
+        for a in buffer.accesses
+    ]  # fmt: skip
+
+
+class KernelSwizzleView(SwizzleView):
+    """The swizzle explorer on a compiled kernel: its shared buffers, each access the compiler
+    modelled when it chose the buffer's swizzle, and the bank conflicts without and with it."""
+
+    title = "swizzle of a compiled kernel"
+
+    def __init__(self, ck, buffer: str | None = None):
+        import ipywidgets as w
+
+        from kernellab.lab.kernel_layouts import shared_buffers
+
+        self.buffers = {b.name: b for b in shared_buffers(ck) if b.accesses}
+        if not self.buffers:
+            raise ValueError(
+                "this kernel's TTGIR stages no tile through a swizzled shared buffer for a dot "
+                "(no ttg.local_alloc read as a dot operand); a tl.dot kernel compiled for sm_80 "
+                "or sm_90 has them"
+            )
+        if buffer is not None and buffer not in self.buffers:
+            raise KeyError(f"no shared buffer {buffer}; the kernel's: {', '.join(self.buffers)}")
+        first = self.buffers[buffer or next(iter(self.buffers))]
+        style = {"description_width": "initial"}
+        controls = {
+            "buffer": w.Dropdown(options=[(b.label, n) for n, b in self.buffers.items()], value=first.name,
+                                 description="buffer", style=style, layout=w.Layout(width="560px")),
+            "access": w.Dropdown(options=self._access_options(first), value=0, description="access",
+                                 style=style, layout=w.Layout(width="560px")),
+            "instruction": w.IntSlider(value=1, min=1, max=1, description="instruction"),
+        }  # fmt: skip
+        super().__init__(controls, [["buffer"], ["access", "instruction"]])
+
+    @staticmethod
+    def _access_options(buffer):
+        return [(a.what, i) for i, a in enumerate(buffer.accesses)]
+
+    def compute(self, buffer, access, instruction) -> SwizzlePicture:
+        from kernellab.layouts import from_encoding
+
+        b = self.buffers[buffer]
+        menu = self.controls["access"]
+        if [o[0] for o in menu.options] != [a.what for a in b.accesses]:  # another buffer
+            menu.unobserve(self._on_change, names="value")
+            menu.options = self._access_options(b)
+            menu.value = access = 0
+            menu.observe(self._on_change, names="value")
+        chosen = from_encoding(b.encoding, b.shape)
+        pic = access_picture(b.accesses[access].layout, chosen, b.elem_bytes, b.accesses[access].what,
+                             {**b.params, "buffer": b.name}, instruction - 1)  # fmt: skip
+        _fit_slider(self, pic)
+        return pic
+
+    def caption(self, data) -> str:
+        b = self.buffers[data.params["buffer"]]
+        lines = [f"{b.label} (the compiler's choice: {b.encoding_name} = vec {b.params['vec']}, perPhase "
+                 f"{b.params['per_phase']}, maxPhase {b.params['max_phase']}, order {list(b.params['order'])})"]  # fmt: skip
+        for what, before, after in buffer_conflicts(b):
+            lines.append(f"  {what}: {before} wavefronts unswizzled, {after} with {b.encoding_name}")
+        lines.append(f"shown: {_caption(data)}")
+        return "\n".join(lines)
+
+
+def swizzle(*args, **kwargs):
+    """The swizzle explorer.
+
+    - `swizzle(vec=8, per_phase=1, max_phase=8, order=[1, 0], shape=[32, 64], elem_bytes=2,
+      pattern="column", access_bytes=16)`: controls for any swizzle and access pattern
+      (defaults: a 32 x 64 fp16 tile read down a column, 16 bytes per lane);
+    - `swizzle(ck)` or `swizzle(ck, "%59")`: a compiled kernel's shared buffers, with the swizzle
+      the compiler chose and the bank conflicts of its accesses without and with it.
+    """
+    from kernellab.lab.graphs import compiled_kernel
+
+    if args and not isinstance(args[0], int) and compiled_kernel(args[0]) is not None:
+        return KernelSwizzleView(compiled_kernel(args[0]), *args[1:], **kwargs)
+    return SwizzleExplorer(*args, **kwargs)
 
 
 __all__ = [
     "PATTERNS",
+    "KernelSwizzleView",
     "SwizzleExplorer",
+    "SwizzleView",
+    "access_picture",
+    "buffer_conflicts",
     "SwizzlePicture",
     "access_layout",
     "swizzle",

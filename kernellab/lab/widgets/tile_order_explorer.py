@@ -191,8 +191,8 @@ class TileOrderPicture:
 class TileOrderExplorer(Explorer):
     title = "tile order"
 
-    def __init__(self, M=9 * 64, N=9 * 64, K=9 * 64, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64,
-                 GROUP_SIZE_M=3, step=None, l2_mb=50, num_sms=132, elem_bytes=2, simulate=True):  # fmt: skip
+    def __init__(self, M=8192, N=8192, K=8192, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64,
+                 GROUP_SIZE_M=8, step=None, l2_mb=50, num_sms=132, elem_bytes=2, simulate=True):  # fmt: skip
         import ipywidgets as w
 
         def size(name, value):
@@ -273,7 +273,24 @@ class TileOrderExplorer(Explorer):
         ]
         if data.l2:
             lines += [str(x) for x in data.l2]
+            lines.append(l2_verdict(*data.l2, l2_bytes=int(self.values()["l2_mb"] * 2**20)))
         return "\n".join(lines)
+
+
+def l2_verdict(row_major: L2Result, grouped: L2Result, l2_bytes: int) -> str:
+    """Why the two orders' L2 results differ, or why they can't: when A and B fit in L2 (or one
+    wave's blocks stay there), every block is read from DRAM once whatever the order."""
+    a_and_b = row_major.min_bytes
+    if a_and_b <= l2_bytes:
+        return (f"L2 holds everything: A and B ({a_and_b / 2**20:,.1f} MiB) fit in the "
+                f"{l2_bytes / 2**20:,.1f} MiB L2, so both orders read each block from DRAM once; "
+                "make M, N, K larger than L2 (as in the tutorial) to see the orders differ.")  # fmt: skip
+    if row_major.dram_bytes == grouped.dram_bytes == a_and_b:
+        return (f"A and B ({a_and_b / 2**20:,.1f} MiB) exceed the L2, but the blocks that the "
+                "programs running at once share stay in it: both orders read each block once.")  # fmt: skip
+    ratio = row_major.dram_bytes / max(grouped.dram_bytes, 1)
+    return (f"A and B ({a_and_b / 2**20:,.1f} MiB) exceed the {l2_bytes / 2**20:,.1f} MiB L2: "
+            f"row-major order moves {ratio:.2f}x the DRAM bytes of grouped order.")  # fmt: skip
 
 
 def draw_tile_order(data: TileOrderPicture, fig) -> None:
@@ -325,16 +342,19 @@ def draw_tile_order(data: TileOrderPicture, fig) -> None:
 
 
 def tile_order(
-    M=9 * 64, N=9 * 64, K=9 * 64, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_SIZE_M=3, **kwargs
+    M=8192, N=8192, K=8192, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, **kwargs
 ):
-    """The tile-order explorer for a matmul C[M, N] = A[M, K] @ B[K, N] (defaults: the seed example,
-    9 x 9 tiles of C, K in 9 blocks, GROUP_SIZE_M=3). Keyword options: step, l2_mb, num_sms,
+    """The tile-order explorer for a matmul C[M, N] = A[M, K] @ B[K, N]. The defaults are the
+    tutorial's 8192³ fp16 with 128 x 128 x 64 blocks and GROUP_SIZE_M=8: A and B (256 MiB) are
+    far larger than an H100's 50 MiB L2, so the two orders' L2 traffic differs (with A and B
+    inside L2 they can't, and the caption says so). Keyword options: step, l2_mb, num_sms,
     elem_bytes, simulate."""
     return TileOrderExplorer(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, **kwargs)
 
 
 __all__ = [
     "L2Result",
+    "l2_verdict",
     "TileOrderExplorer",
     "block_loads",
     "program_order",

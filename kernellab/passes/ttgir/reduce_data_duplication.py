@@ -52,14 +52,20 @@ def run(module: ModuleOp) -> bool:
 
 def shared_encoding(src, dst: ttg.DotOperandEncodingAttr, shape, elem_bytes: int):
     """The swizzled shared layout a tile in layout `src` is staged in to be read as `dst`."""
-    write, read = from_encoding(src, shape), from_encoding(dst, shape)
-    if isinstance(dst.parent, ttg.BlockedEncodingAttr):
-        write, read = _one_element(write), _one_element(read)
-    elif elem_bytes == 2:
-        read = ldmatrix_access(read, dst.op_idx, _contiguous_dim(write)) or read
-    layout, _ = best_swizzle([write, read], elem_bytes)
+    layout, _ = best_swizzle(staging_accesses(src, dst, shape, elem_bytes), elem_bytes)
     record = layout.encoding
     return ttg.SwizzledSharedEncodingAttr(record.vec, record.per_phase, record.max_phase, list(record.order))
+
+
+def staging_accesses(src, dst: ttg.DotOperandEncodingAttr, shape, elem_bytes: int) -> list[LinearLayout]:
+    """[write, read]: the register layouts of one warp's shared-memory accesses when a tile in
+    layout `src` is stored and read back as the dot operand `dst` (the lab draws these too)."""
+    write, read = from_encoding(src, shape), from_encoding(dst, shape)
+    if isinstance(dst.parent, ttg.BlockedEncodingAttr):
+        return [_one_element(write), _one_element(read)]
+    if elem_bytes == 2:
+        read = ldmatrix_access(read, dst.op_idx, _contiguous_dim(write)) or read
+    return [write, read]
 
 
 def _one_element(layout: LinearLayout) -> LinearLayout:
