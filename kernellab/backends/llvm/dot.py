@@ -7,7 +7,10 @@ types say; it computes no layout of its own.
 
 Arithmetic is done in the accumulator's type: fp16/bf16/fp8 inputs are converted exactly to
 fp32 (or the accumulator's float type), int8 inputs sign-extended to int32; `fma` rounds once
-per step. K is summed in increasing order. fp32 × fp32 follows input_precision as tensor cores
+per step. K is summed in increasing order: straight-line code for small dots, a loop over K
+(operands re-read from shared memory at a runtime k) for large ones. An fp16 accumulator is
+worked in fp32 and rounded to fp16 once per K chunk of the mma.sync instruction for the inputs
+(16 or 32), as the tensor cores do, instead of after every multiply-add. fp32 × fp32 follows input_precision as tensor cores
 would, and exactly as the interpreter does: "tf32" rounds each operand element with
 `cvt.rna.tf32.f32` (nearest, ties away from zero; sm_80+) before its FMA; "tf32x3" splits each
 operand into big = tf32(x) and small = tf32(x − big) and accumulates small·big, big·small,
