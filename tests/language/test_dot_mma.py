@@ -146,3 +146,56 @@ def test_chained_dots(launch, rng):
     expected = f64(s.astype(np.float16)) @ f64(v)
     atol = (p_bound + np.abs(s)) @ np.abs(f64(v)) * 2**-11 + p_bound @ np.abs(f64(v))
     assert_close(out, expected, atol=atol)
+
+
+@kl.jit
+def batched_mma_kernel(a_ptr, b_ptr, c_ptr, out_ptr, B: tl.constexpr, M: tl.constexpr,
+                       N: tl.constexpr, K: tl.constexpr, TRANS_B: tl.constexpr,
+                       PRECISION: tl.constexpr, OUT_DTYPE: tl.constexpr):  # fmt: skip
+    """out[i] = a[i] @ b[i] + c[i] for each of B batch elements: one 3-D tl.dot."""
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rk_col = tl.arange(0, K)[None, None, :]
+    rk_row = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + rb * (M * K) + rm * K + rk_col)
+    if TRANS_B:  # B stored N x K per batch element
+        b = tl.trans(tl.load(b_ptr + rb * (K * N) + tl.arange(0, N)[None, :, None] * K
+                             + rk_col), (0, 2, 1))  # fmt: skip
+    else:
+        b = tl.load(b_ptr + rb * (K * N) + rk_row * N + rn)
+    c = tl.load(c_ptr + rb * (M * N) + rm * N + rn)
+    d = tl.dot(a, b, c, input_precision=PRECISION, out_dtype=OUT_DTYPE)
+    tl.store(out_ptr + rb * (M * N) + rm * N + rn, d)
+
+
+@pytest.mark.parametrize(
+    "dtype_case, shape, num_warps, trans_b",
+    [("fp16", (2, 16, 32, 16), 4, False), ("fp16", (4, 64, 32, 32), 4, True),
+     ("bf16", (8, 32, 16, 32), 2, False), ("fp16-acc-fp16", (4, 32, 32, 64), 8, False),
+     ("tf32x3", (2, 32, 32, 16), 2, False), ("fp8e4nv", (2, 16, 16, 32), 1, False),
+     ("fp16", (1, 64, 64, 32), 4, True)],
+    ids=str,
+)  # fmt: skip
+def test_batched_dot_on_the_tensor_cores(launch, rng, dtype_case, shape, num_warps, trans_b):
+    dtype, precision, out_dtype, out_np, unit = DTYPES[dtype_case]
+    B, M, N, K = shape
+    a = random_array(rng, (B, M, K), NP_DTYPES[dtype])
+    b = random_array(rng, (B, K, N), NP_DTYPES[dtype])
+    c = random_array(rng, (B, M, N), out_np)
+    out = poison((B, M, N), out_np)
+    b_arg = np.ascontiguousarray(b.transpose(0, 2, 1)) if trans_b else b
+    launch(batched_mma_kernel, (1,), a, b_arg, c, out, B=B, M=M, N=N, K=K, TRANS_B=trans_b,
+           PRECISION=precision, OUT_DTYPE=out_dtype, num_warps=num_warps)  # fmt: skip
+    assert_close(out, f64(a) @ f64(b) + f64(c), atol=error_bound(a, b, c, unit(K)))
+
+
+def test_batched_int8_dot_is_exact(launch, rng):
+    B, M, N, K = 4, 32, 32, 64
+    a = random_array(rng, (B, M, K), np.int8, -128, 128)
+    b = random_array(rng, (B, K, N), np.int8, -128, 128)
+    c = random_array(rng, (B, M, N), np.int32)
+    out = poison((B, M, N), np.int32)
+    launch(batched_mma_kernel, (1,), a, b, c, out, B=B, M=M, N=N, K=K, TRANS_B=False,
+           PRECISION=None, OUT_DTYPE=tl.int32, num_warps=4)  # fmt: skip
+    assert_equal(out, a.astype(np.int64) @ b.astype(np.int64) + c)

@@ -70,3 +70,26 @@ def test_fp8_on_sm80_stays_on_fma():
     assert "mma.sync" not in ck.asm["ptx"]
     (record,) = [r for r in ck.passes if r.name == "accelerate_matmul"]
     assert "stays on FMA: f8E4M3FN mma.sync needs sm_89+, the target is sm_80" in record.summary
+
+
+@kl.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                       K: tl.constexpr):  # fmt: skip
+    rb = tl.arange(0, B)[:, None, None]
+    rm, rn = tl.arange(0, M)[None, :, None], tl.arange(0, N)[None, None, :]
+    a = tl.load(a_ptr + rb * (M * K) + rm * K + tl.arange(0, K)[None, None, :])
+    b = tl.load(b_ptr + rb * (K * N) + tl.arange(0, K)[None, :, None] * N + rn)
+    tl.store(c_ptr + rb * (M * N) + rm * N + rn, tl.dot(a, b))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_batched_dot_runs_each_batch_element_on_mma_sync(target):
+    B, M, N, K, warps = 4, 32, 32, 32, 4
+    ck = kl.compile(batched_dot_kernel, signature="*fp16,*fp16,*fp32", target=target,
+                    constexprs=dict(B=B, M=M, N=N, K=K), num_warps=warps)  # fmt: skip
+    ptx = ck.asm["ptx"]
+    # warps along the batch: each warp issues every instruction tile of its batch element
+    mmas = len(re.findall(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32", ptx))
+    assert mmas == (B // warps) * (M // 16) * (N // 8) * (K // 16)
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx  # A, K-contiguous
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx  # B, N-contiguous

@@ -57,12 +57,13 @@ def _instr_k(elem) -> int:
     return 256 // bitwidth(elem) if bitwidth(elem) < 32 else 8
 
 
-def _tiles(lay: Lay, tile: tuple[int, int]) -> dict[tuple[int, int], list[int]]:
-    """Registers of `lay` grouped by instruction tile (tile-index pair), in register order."""
-    out: dict[tuple[int, int], list[int]] = {}
+def _tiles(lay: Lay, tile: tuple[int, int]) -> dict[tuple[int, ...], list[int]]:
+    """Registers of `lay` grouped by instruction tile ((batch,) row tile, column tile), in
+    register order."""
+    out: dict[tuple[int, ...], list[int]] = {}
     for r in range(lay.nregs):
-        row, col = lay.coords(lay.reg_flat[r])
-        out.setdefault((row // tile[0], col // tile[1]), []).append(r)
+        *batch, row, col = lay.coords(lay.reg_flat[r])
+        out.setdefault((*batch, row // tile[0], col // tile[1]), []).append(r)
     return out
 
 
@@ -86,15 +87,16 @@ def _mma_dot(ctx, op) -> None:
     precision = op.input_precision.data if isinstance(elem, builtin.Float32Type) else ""
     pack = _packer(ctx, elem)
     out = list(c_tv.regs)
-    k_tiles = sorted({kt for (_, kt) in a_tiles})
-    for kt in k_tiles:
-        a_parts = {mt: pack([a_reg(r) for r in regs])
-                   for (mt, t), regs in a_tiles.items() if t == kt}  # fmt: skip
-        b_parts = {nt: pack([b_reg(r) for r in regs])
-                   for (t, nt), regs in b_tiles.items() if t == kt}  # fmt: skip
-        for (mt, nt), regs in sorted(c_tiles.items()):
+    k_tiles = sorted({key[-1] for key in a_tiles})
+    for kt in k_tiles:  # tile keys: (batch,) row tile, column tile
+        a_parts = {key[:-1]: pack([a_reg(r) for r in regs])
+                   for key, regs in a_tiles.items() if key[-1] == kt}  # fmt: skip
+        b_parts = {(*key[:-2], key[-1]): pack([b_reg(r) for r in regs])
+                   for key, regs in b_tiles.items() if key[-2] == kt}  # fmt: skip
+        for (*batch, mt, nt), regs in sorted(c_tiles.items()):
             acc = [out[r] for r in regs]
-            for a_part, b_part in _products(a_parts[mt], b_parts[nt], precision):
+            pairs = _products(a_parts[(*batch, mt)], b_parts[(*batch, nt)], precision)
+            for a_part, b_part in pairs:
                 acc = _mma(ctx, k, elem, op.b.type.element_type, acc_elem, a_part, b_part, acc)
             for r, v in zip(regs, acc):
                 out[r] = v
@@ -195,9 +197,9 @@ def _mma(ctx, k: int, a_elem, b_elem, acc_elem, a_regs, b_regs, acc):
 
 def _ldmatrix_rows(buf: SmemBuf, lay: Lay, op_idx: int) -> tuple[Lay, bool] | None:
     """(row-address Lay, .trans?) when ldmatrix.x4 can load the dot operand laid out as `lay`
-    from `buf`: 16-bit elements, rank 2, rows of 8 elements that stay contiguous under the
-    buffer's swizzle (kernellab.layouts.ldmatrix_rows decides the rest)."""
-    if bitwidth(buf.elem) != 16 or len(buf.shape) != 2:
+    from `buf`: 16-bit elements, rows of 8 elements that stay contiguous under the
+    buffer's swizzle (kernellab.layouts.ldmatrix_rows decides the rest), rank 2 or batched 3."""
+    if bitwidth(buf.elem) != 16 or len(buf.shape) not in (2, 3):
         return None
     if buf.max_phase > 1 and buf.vec < 8:
         return None
@@ -259,7 +261,8 @@ class LdmatrixOperand:
         text = "ldmatrix.sync.aligned.m8n8.x4{}.shared.b16 {{$0,$1,$2,$3}}, [$4];".format(
             ".trans" if self.trans else ""
         )
-        offset = smem_offset(ctx, self.buf, [ctx.coord(self.rows, outer, d) for d in range(2)])
+        coords = [ctx.coord(self.rows, outer, d) for d in range(self.rows.rank)]
+        offset = smem_offset(ctx, self.buf, coords)
         ptr = ctx.smem_ptr(b.add(I32(self.buf.offset), b.mul(offset, I32(2))))
         ret = ir.LiteralStructType([I32] * 4)
         res = ctx.asm(ret, text, "=r,=r,=r,=r,r", [b.ptrtoint(ptr, I32)], side_effect=True)
