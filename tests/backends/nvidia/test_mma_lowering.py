@@ -60,6 +60,16 @@ def test_other_dtypes_take_their_mma_sync_form(elem, target, instruction):
     assert instruction in _ptx(elem, target, out=out).asm["ptx"]
 
 
+@pytest.mark.parametrize("elem, out", [("i8", "*i32"), ("fp8e4nv", "*fp32")])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_8_bit_operands_are_read_a_32_bit_fragment_register_at_a_time(elem, out, trans_b):
+    ptx = _ptx(elem, "sm_90", trans_b, out=out).asm["ptx"]
+    # kWidth 4: a register's four K elements are contiguous in the K-contiguous buffer that
+    # reduce_data_duplication picks for them, so one ld.shared.b32 each, no byte loads
+    assert re.search(r"ld\.shared\.b32", ptx)
+    assert not re.search(r"ld\.shared(\.v\d)?\.[bu]8", ptx)
+
+
 def test_mixed_fp8_operands_share_one_mma():
     ptx = _ptx("fp8e4nv", "sm_90", b_elem="fp8e5").asm["ptx"]
     assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32" in ptx

@@ -12,8 +12,8 @@ ttg.local_load into a 16-bit operand layout uses ldmatrix.x4 where kernellab.lay
 `ldmatrix_rows` gives the lanes' row addresses for the buffer (plain or .trans, by which dim
 is contiguous); the lowering computes those addresses like any layout's coordinates. When the
 load's only user is an MMA dot, the dot issues each ldmatrix just before the K step that
-first needs it (LdmatrixOperand). Other element widths read shared memory element by element
-(the core's local_load).
+first needs it (LdmatrixOperand); other element widths (8- and 32-bit operands) are read the
+same way with plain shared loads, a run of consecutive registers per access (SharedOperand).
 
 Both are NVIDIA rules over the core's: the NVIDIA table maps tt.DotOp and ttg.LocalLoadOp
 here (RULES), and every dot or local_load these do not apply to goes to the core's rule (the
@@ -23,14 +23,15 @@ FMA dot, the element-by-element load). The buffer's element offsets are the core
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
 from kernellab.backends.llvm import CORE_RULES
 from kernellab.backends.llvm.layout import Lay
-from kernellab.backends.llvm.shared_buffers import buffer_interval, smem_offset
+from kernellab.backends.llvm.shared_buffers import buffer_interval, smem_offset, vector_run
+from kernellab.backends.llvm.smem_vectors import load_run, smem_elem_bytes
 from kernellab.backends.llvm.types import F16, I32, TV, SmemBuf, bitwidth, llty
 from kernellab.ir import tt, ttg
 from kernellab.layouts import ldmatrix_rows
@@ -104,10 +105,10 @@ def _mma_dot(ctx, op) -> None:
 
 
 def _reader(ctx, value):
-    """(Lay, fn(register) -> LLVM value) of a dot operand: registers, or an LdmatrixOperand
+    """(Lay, fn(register) -> LLVM value) of a dot operand: registers, or a DeferredOperand
     loaded as the K loop reaches it."""
     operand = ctx.get(value)
-    if isinstance(operand, LdmatrixOperand):
+    if isinstance(operand, DeferredOperand):
         return operand.lay, lambda r: operand.register(ctx, r)
     return operand.lay, lambda r: operand.regs[r]
 
@@ -211,50 +212,84 @@ def _ldmatrix_rows(buf: SmemBuf, lay: Lay, op_idx: int) -> tuple[Lay, bool] | No
 
 
 def _local_load(ctx, op) -> None:
-    """A 16-bit MMA dot operand with ldmatrix (deferred to the dot when it is the only user);
-    any other local_load is the core's."""
+    """An MMA dot operand: with ldmatrix where it applies (16-bit elements), else with shared
+    loads of runs of registers; deferred to the dot when that is the only user. Any other
+    local_load is the core's."""
     t = op.result.type
     encoding = ttg.encoding_of(t)
-    buf = ctx.get(op.src)
-    rows = None
-    if isinstance(encoding, ttg.DotOperandEncodingAttr) and isinstance(
-        encoding.parent, ttg.NvidiaMmaEncodingAttr
-    ):
-        rows = _ldmatrix_rows(buf, ctx.lay(t), encoding.op_idx)
-    if rows is None:
+    if not (isinstance(encoding, ttg.DotOperandEncodingAttr)
+            and isinstance(encoding.parent, ttg.NvidiaMmaEncodingAttr)):  # fmt: skip
         CORE_RULES[ttg.LocalLoadOp](ctx, op)
         return
-    operand = LdmatrixOperand(buf, ctx.lay(t), *rows, t.element_type, buffer_interval(ctx, op.src))
+    buf, lay = ctx.get(op.src), ctx.lay(t)
+    place = (buf, lay, t.element_type, buffer_interval(ctx, op.src))
+    rows = _ldmatrix_rows(buf, lay, encoding.op_idx)
+    if rows is not None:
+        operand = LdmatrixOperand(*place, *rows)
+    elif _feeds_one_mma_dot(op.result):
+        operand = SharedOperand(*place)
+    else:
+        CORE_RULES[ttg.LocalLoadOp](ctx, op)
+        return
     ctx.set(op.result, operand if _feeds_one_mma_dot(op.result) else operand.tensor(ctx))
 
 
 @dataclass
-class LdmatrixOperand:
-    """A 16-bit dot operand in shared memory, read by one ldmatrix.x4 per register of `rows`
-    (the row addresses, from _ldmatrix_rows) the first time one of its registers is asked
-    for. A ttg.local_load whose only user is an MMA dot leaves this in place of its registers,
-    so the dot loads each K step's fragments just before that step's mma.sync (short live
-    ranges: the whole operand at once spills on large tiles); other local_loads read all of
-    it at once (`tensor`)."""
+class DeferredOperand:
+    """A dot operand in shared memory whose registers are loaded, a group at a time, the first
+    time one of them is asked for. A ttg.local_load whose only user is an MMA dot leaves this
+    in place of its registers, so the dot loads each K step's fragments just before that
+    step's mma.sync (short live ranges: the whole operand at once spills on large tiles);
+    other local_loads read all of it at once (`tensor`)."""
 
     buf: SmemBuf
     lay: Lay
-    rows: Lay
-    trans: bool
     elem: object
     interval: object
-    loaded: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.loaded: dict = {}
 
     def register(self, ctx, r: int):
-        outer = r >> 3  # registers (outer, matrix j, pair element): one ldmatrix per outer
-        if outer not in self.loaded:
+        group, index = self._group_of(r)
+        if group not in self.loaded:
             if not self.loaded:
                 ctx.smem_access(self.interval, write=False)
-            self.loaded[outer] = self._load(ctx, outer)
-        return self.loaded[outer][r & 7]
+            self.loaded[group] = self._load(ctx, group)
+        return self.loaded[group][index]
 
     def tensor(self, ctx) -> TV:
         return TV([self.register(ctx, r) for r in range(self.lay.nregs)], self.lay, self.elem)
+
+
+@dataclass
+class SharedOperand(DeferredOperand):
+    """Loaded with plain shared loads, one per run of registers at consecutive aligned
+    addresses (for an 8-bit operand stored K-contiguous: kWidth elements, one 32-bit word)."""
+
+    def _group_of(self, r: int) -> tuple[int, int]:
+        r = self.lay.reg_of_flat[self.lay.reg_flat[r]]  # the register holding r's element
+        run = vector_run(self.lay, self.buf)
+        return r - r % run, r % run
+
+    def _load(self, ctx, first: int) -> list:
+        b = ctx.b
+        coords = [ctx.coord(self.lay, first, d) for d in range(self.lay.rank)]
+        offset = b.mul(smem_offset(ctx, self.buf, coords), I32(smem_elem_bytes(self.elem)))
+        ptr = ctx.smem_ptr(b.add(I32(self.buf.offset), offset))
+        return load_run(ctx, self.elem, vector_run(self.lay, self.buf), ptr)
+
+
+@dataclass
+class LdmatrixOperand(DeferredOperand):
+    """A 16-bit operand read by one ldmatrix.x4 per register of `rows` (the row addresses,
+    from _ldmatrix_rows)."""
+
+    rows: Lay = None
+    trans: bool = False
+
+    def _group_of(self, r: int) -> tuple[int, int]:
+        return r >> 3, r & 7  # registers (outer, matrix j, pair element): one ldmatrix per outer
 
     def _load(self, ctx, outer: int) -> list:
         b = ctx.b
