@@ -19,13 +19,17 @@ big·big (three FMAs per k); "ieee" multiplies the fp32 values.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.layout import Lay, coords_of, flat_of
 from kernellab.backends.llvm.shared_buffers import buffer_interval, smem_offset
-from kernellab.backends.llvm.types import BF16, F16, F32, F64, I32, TV, bitwidth, float_suffix, is_fp8, llty
+from kernellab.backends.llvm.types import (
+    BF16, F16, F32, F64, I32, TV, SmemBuf, bitwidth, float_suffix, is_fp8, llty,
+)
 from kernellab.ir import tt, ttg
 
 
@@ -59,22 +63,41 @@ def operand_flats(c: Lay, a_shape, b_shape):
     return flats
 
 
+@dataclass(frozen=True)
+class ReadByTheDot:
+    """What a ttg.local_load leaves in place of its registers when its only user is an FMA
+    dot (read_by_fma_dot): nothing is loaded there; the dot reads the buffer element by
+    element as its K loop needs them."""
+
+    buf: SmemBuf
+
+
+def read_by_fma_dot(ctx, op) -> bool:
+    """`op` (a ttg.local_load) has one use, an FMA dot's operand, and reads a buffer of its own."""
+    uses = list(op.result.uses)
+    encoding = ttg.encoding_of(op.result.type)
+    return (len(uses) == 1 and isinstance(uses[0].operation, tt.DotOp)
+            and isinstance(encoding, ttg.DotOperandEncodingAttr)
+            and isinstance(encoding.parent, ttg.BlockedEncodingAttr)
+            and op.src in ctx.smem.buffers)  # fmt: skip
+
+
 class _Operand:
     """One dot operand as the K loop reads it: `read(row, k)` is the element at register-part
     flat index `row` (its k = 0 element) plus k along K, k an int or an i32 value. An operand
-    that ttg.local_load brought from shared memory is re-read from the buffer element by
-    element as the loop needs it (short live ranges: one k-slice of A and B at a time; the
-    local_load's own loads are dead), which also lets K be a runtime loop index; otherwise it
-    is the register holding the element (K must then be unrolled)."""
+    left in shared memory (ReadByTheDot) is read from the buffer element by element as the
+    loop needs it (short live ranges: one k-slice of A and B at a time), which also lets K be
+    a runtime loop index; otherwise it is the register holding the element (K must then be
+    unrolled)."""
 
-    def __init__(self, ctx, value, tv, lay: Lay, k_dim: int, k_stride: int):
+    def __init__(self, ctx, value, lay: Lay, k_dim: int, k_stride: int):
         self.ctx, self.lay, self.k_dim, self.k_stride = ctx, lay, k_dim, k_stride
-        self.regs = tv.regs
-        owner = value.owner
-        self.buf = None
-        if isinstance(owner, ttg.LocalLoadOp) and owner.src in ctx.smem.buffers:
-            self.buf = ctx.get(owner.src)
-            ctx.smem_access(buffer_interval(ctx, owner.src), write=False)
+        operand = ctx.get(value)
+        self.buf = operand.buf if isinstance(operand, ReadByTheDot) else None
+        if self.buf is None:
+            self.regs = operand.regs
+        else:
+            ctx.smem_access(buffer_interval(ctx, value.owner.src), write=False)
         self._coords: dict = {}
 
     @property
@@ -125,12 +148,11 @@ def to_acc_type(ctx, v, src_elem, acc_elem):
     return b.fptrunc(v, aty)
 
 
-UNROLLED_PRODUCTS = 2048
-"""Products per thread a dot emits as straight-line code; above that (operands in shared
-memory) K becomes a loop whose body covers LOOP_BODY_PRODUCTS of them: the code, LLVM's and
-ptxas's time, and the registers live at once then stay bounded (128x128x64 in fp32 on 4 warps
-took 13 s to compile and spilled 36 KB unrolled)."""
 LOOP_BODY_PRODUCTS = 512
+"""Products per thread a dot emits as straight-line code. A dot with more (operands in shared
+memory) runs K as a loop whose body covers at most this many: the code, LLVM's and ptxas's
+time, and the registers live at once stay bounded. Unrolled, 128x128x64 in fp32 on 4 warps
+took 13 s to compile and spilled 36 KB; 64x64x64 took 3 s instead of 0.6 s."""
 
 
 def _rounding_group(a_elem, acc_elem) -> int | None:
@@ -144,12 +166,12 @@ def _rounding_group(a_elem, acc_elem) -> int | None:
 
 def _dot(ctx, op):
     b = ctx.b
-    a_tv, b_tv, c_tv = ctx.get(op.a), ctx.get(op.b), ctx.get(op.c)
+    c_tv = ctx.get(op.c)
     c_lay = ctx.lay(op.c.type)
     a_lay, b_lay = _operand_layout(ctx, op, op.a, 0), _operand_layout(ctx, op, op.b, 1)
     rank = c_lay.rank
-    a_op = _Operand(ctx, op.a, a_tv, a_lay, rank - 1, 1)
-    b_op = _Operand(ctx, op.b, b_tv, b_lay, rank - 2, flat_of((0,) * (rank - 2) + (1, 0), b_lay.shape))
+    a_op = _Operand(ctx, op.a, a_lay, rank - 1, 1)
+    b_op = _Operand(ctx, op.b, b_lay, rank - 2, flat_of((0,) * (rank - 2) + (1, 0), b_lay.shape))
     acc_elem = op.d.type.element_type
     group = _rounding_group(op.a.type.element_type, acc_elem)
     work_elem = builtin.f32 if group else acc_elem
@@ -175,14 +197,14 @@ def _dot(ctx, op):
                         for w in work]  # fmt: skip
         return work
 
-    products = K * len(pairs) * mac.terms
-    if products <= UNROLLED_PRODUCTS or not (a_op.in_shared and b_op.in_shared):
+    step = 1  # K steps per loop iteration
+    while step < K and 2 * step * len(pairs) * mac.terms <= LOOP_BODY_PRODUCTS:
+        step *= 2
+    step = max(step, min(group or 1, K))
+    if step == K or not (a_op.in_shared and b_op.in_shared):
         work = k_steps(work, 0, K)
     else:
-        step = 1
-        while step < K and 2 * step * len(pairs) * mac.terms <= LOOP_BODY_PRODUCTS:
-            step *= 2
-        work = _k_loop(ctx, work, K, max(step, min(group or 1, K)), k_steps, a_op, b_op, pairs)
+        work = _k_loop(ctx, work, K, step, k_steps, a_op, b_op, pairs)
     out = list(c_tv.regs)
     for r, w in zip(canonical, work):
         out[r] = to_acc_type(ctx, w, work_elem, acc_elem)
