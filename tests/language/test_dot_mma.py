@@ -1,6 +1,6 @@
-"""tl.dot on the tensor cores (mma.sync, operands through ldmatrix or shared loads): shapes,
-warps, dtypes, input_precision, transposed operands, masks on K, accumulation in a loop and
-acc=. On the CPU the interpreter runs them (checking the tests' bounds) and every kernel is
+"""tl.dot on the tensor cores (mma.sync, operands through ldmatrix or shared loads), and on the
+FMA path where no instruction applies, in one kernel: shapes, warps, dtypes (batched 3-D too),
+input_precision, transposed operands, masks on K, accumulation in a loop and acc=. On the CPU the interpreter runs them (checking the tests' bounds) and every kernel is
 assembled for sm_80 and sm_90; on the GPU (`-m gpu`) each result is also compared with the
 interpreter's."""
 
@@ -57,9 +57,16 @@ DTYPES = {
 }
 
 
+# forms that stay on the FMA path whatever the tile
+FMA_DTYPES = {
+    "fp32-ieee": ("float32", "ieee", tl.float32, np.float32, lambda k: k * 2**-24),
+    "fp64": ("float64", None, tl.float64, np.float64, lambda k: k * 2**-53),
+}
+
+
 def run(launch, rng, dtype_case, M, N, BK, K, num_warps=4, trans_a=False, trans_b=False,
         acc="acc="):  # fmt: skip
-    dtype, precision, out_dtype, out_np, unit = DTYPES[dtype_case]
+    dtype, precision, out_dtype, out_np, unit = {**DTYPES, **FMA_DTYPES}[dtype_case]
     a = random_array(rng, (M, K), NP_DTYPES[dtype])
     b = random_array(rng, (K, N), NP_DTYPES[dtype])
     c = random_array(rng, (M, N), out_np) if acc == "acc=" else np.zeros((M, N), out_np)
@@ -106,6 +113,22 @@ def test_transposed_operands(launch, rng, dtype_case, trans_a, trans_b):
 @pytest.mark.parametrize("dtype_case", ["fp16", "tf32"])
 def test_accumulating_a_separate_dot_in_the_loop(launch, rng, dtype_case):
     run(launch, rng, dtype_case, 64, 64, 32, 96, acc="+=")
+
+
+@pytest.mark.parametrize(
+    "dtype_case, shape, trans_a, trans_b, acc",
+    [("fp32-ieee", (64, 128, 32, 100, 8), True, False, "acc="),  # a K loop in the lowering
+     ("fp64", (32, 32, 16, 40, 4), False, True, "acc="),
+     ("fp32-ieee", (8, 64, 32, 70, 2), False, False, "+="),
+     ("fp16", (8, 32, 16, 50, 1), False, True, "acc="),  # M below the instruction's 16
+     ("fp16-acc-fp16", (4, 64, 32, 100, 2), True, True, "+="),
+     ("tf32x3", (16, 8, 64, 130, 1), False, False, "acc=")],  # N below the instruction's 8
+    ids=str,
+)  # fmt: skip
+def test_fma_dots_in_the_same_kernel(launch, rng, dtype_case, shape, trans_a, trans_b, acc):
+    M, N, BK, K, warps = shape
+    run(launch, rng, dtype_case, M, N, BK, K, num_warps=warps, trans_a=trans_a, trans_b=trans_b,
+        acc=acc)  # fmt: skip
 
 
 def test_int8_dot_is_exact_in_int32(launch, rng):
