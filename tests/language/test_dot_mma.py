@@ -1,8 +1,8 @@
 """tl.dot on the tensor cores (mma.sync, operands through ldmatrix or shared loads), and on the
 FMA path where no instruction applies, in one kernel: shapes, warps, dtypes (batched 3-D too),
-input_precision, transposed operands, masks on K, accumulation in a loop and acc=. On the CPU the interpreter runs them (checking the tests' bounds) and every kernel is
-assembled for sm_80 and sm_90; on the GPU (`-m gpu`) each result is also compared with the
-interpreter's."""
+input_precision, transposed operands, masks on K, accumulation in a loop and acc=. On the
+CPU the interpreter runs them (checking the tests' bounds) and every kernel is assembled for
+sm_80 and sm_90; on the GPU (`-m gpu`) each result is also compared with the interpreter's."""
 
 import numpy as np
 import pytest
