@@ -57,7 +57,9 @@ def from_encoding(attr, shape: Sequence[int]) -> LinearLayout:
         if record.version_major == 2:
             want = mma_v2_instr_shape(len(record.warps_per_cta))
             if record.instr_shape != want:
-                raise ValueError(f"mma v2 has instrShape {list(want)}, got {list(record.instr_shape)}")
+                raise ValueError(
+                    f"mma v2 has instrShape {list(want)}, got {list(record.instr_shape)}"
+                )
             return nvidia_mma_v2(record.warps_per_cta, shape)
         if record.version_major == 3:
             return nvidia_mma_v3(record.warps_per_cta, record.instr_shape, shape)

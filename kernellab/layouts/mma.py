@@ -70,7 +70,10 @@ def nvidia_mma_v2(warps_per_cta: Sequence[int], shape: Sequence[int]) -> LinearL
     batch element its own m16n8 tiles); repeats N, then M, then the batch."""
     warps = _check_warps(warps_per_cta, ranks=(2, 3))
     if len(shape) != len(warps):
-        raise ValueError(f"an MMA v2 layout with warps_per_cta {list(warps)} needs rank {len(warps)}, got shape {list(shape)}")
+        raise ValueError(
+            f"an MMA v2 layout with warps_per_cta {list(warps)} needs rank {len(warps)}, got "
+            f"shape {list(shape)}"
+        )
     return _mma(NvidiaMma(2, warps, mma_v2_instr_shape(len(warps))), 16, 8, shape)
 
 

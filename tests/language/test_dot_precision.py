@@ -49,7 +49,10 @@ def test_fp16_accumulator_rounds_once_per_instruction_k(launch, rng, shape, num_
     b = random_array(rng, (K, N), np.float16, -1, 1)
     c = random_array(rng, (M, N), np.float16, -1, 1)
     out = poison((M, N), np.float16)
-    launch(fp16_acc_kernel, (1,), a, b, c, out, M=M, N=N, K=K, num_warps=num_warps)
+    # each group's fp32 sum may round to the other fp16 neighbour on another summation order:
+    # the device and the interpreter may differ by more than the differential tolerance, so
+    # both are held to the bound below
+    launch.own_bound(fp16_acc_kernel, (1,), a, b, c, out, M=M, N=N, K=K, num_warps=num_warps)
     expected, bound = rounded_per_instruction(a, b, c)
     assert_close(out, expected, atol=bound)
 
@@ -76,7 +79,8 @@ def test_large_fma_dots_loop_over_k(launch, rng, dtype, precision, shape, num_wa
     b = random_array(rng, (K, N), dtype)
     out = poison((M, N), dtype)
     launch(fma_dot_kernel, (1,), a, b, out, M=M, N=N, K=K, PRECISION=precision, num_warps=num_warps)
-    assert_close(out, f64(a) @ f64(b), atol=(K * 2**-53 + unit) * K * (np.abs(f64(a)) @ np.abs(f64(b))))
+    magnitude = np.abs(f64(a)) @ np.abs(f64(b))
+    assert_close(out, f64(a) @ f64(b), atol=(K * 2**-53 + unit) * K * magnitude)
 
 
 TUTORIAL_CONFIGS = [  # BLOCK_SIZE_M, N, K, GROUP_SIZE_M, num_stages, num_warps (tutorial 03's)

@@ -88,7 +88,8 @@ def test_batched_tiles_are_the_isa_fragment_within_one_batch_element(k_width, wa
     _check(b, (kk, 8), lambda lane, i: isa_b(k_width, lane, i), 2 * k_width, warps)
     # every element of every batch element is computed (more warps than batch elements: twice)
     owned = {acc.apply(register=r, lane=ln, warp=w)
-             for r in range(acc.num_registers) for ln in range(32) for w in range(warps)}  # fmt: skip
+             for r in range(acc.num_registers)
+             for ln in range(32) for w in range(warps)}  # fmt: skip
     assert len(owned) == batch * m * n
     assert acc.num_registers * 32 * warps == batch * m * n * max(1, warps // batch)
 

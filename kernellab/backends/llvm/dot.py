@@ -10,11 +10,12 @@ fp32 (or the accumulator's float type), int8 inputs sign-extended to int32; `fma
 per step. K is summed in increasing order: straight-line code for small dots, a loop over K
 (operands re-read from shared memory at a runtime k) for large ones. An fp16 accumulator is
 worked in fp32 and rounded to fp16 once per K chunk of the mma.sync instruction for the inputs
-(16 or 32), as the tensor cores do, instead of after every multiply-add. fp32 × fp32 follows input_precision as tensor cores
-would, and exactly as the interpreter does: "tf32" rounds each operand element with
-`cvt.rna.tf32.f32` (nearest, ties away from zero; sm_80+) before its FMA; "tf32x3" splits each
-operand into big = tf32(x) and small = tf32(x − big) and accumulates small·big, big·small,
-big·big (three FMAs per k); "ieee" multiplies the fp32 values.
+(16 or 32), as the tensor cores do, instead of after every multiply-add. fp32 × fp32 follows
+input_precision as tensor cores would, and exactly as the interpreter does: "tf32" rounds
+each operand element with `cvt.rna.tf32.f32` (nearest, ties away from zero; sm_80+) before
+its FMA; "tf32x3" splits each operand into big = tf32(x) and small = tf32(x − big) and
+accumulates small·big, big·small, big·big (three FMAs per k); "ieee" multiplies the fp32
+values.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ class _Operand:
         coords = self._coords.get(row)
         if coords is None:
             r = self.lay.reg_of_flat[row]
-            coords = self._coords[row] = [self.ctx.coord(self.lay, r, d) for d in range(self.lay.rank)]
+            coords = [self.ctx.coord(self.lay, r, d) for d in range(self.lay.rank)]
+            self._coords[row] = coords
         return coords
 
     def read(self, row: int, k):
@@ -121,7 +123,8 @@ class _Operand:
         coords[self.k_dim] = I32(k) if isinstance(k, int) else k
         off = smem_offset(ctx, buf, coords)
         nbytes = max(1, bitwidth(buf.elem) // 8)
-        return b.load(ctx.smem_ptr(b.add(I32(buf.offset), b.mul(off, I32(nbytes)))), typ=llty(buf.elem))
+        ptr = ctx.smem_ptr(b.add(I32(buf.offset), b.mul(off, I32(nbytes))))
+        return b.load(ptr, typ=llty(buf.elem))
 
 
 def to_acc_type(ctx, v, src_elem, acc_elem):
@@ -193,8 +196,8 @@ def _dot(ctx, op):
                     b_vals[col] = b_op.read(col, k)
                 work[i] = mac(a_vals[row], b_vals[col], work[i])
             if group and (j + 1) % group == 0:  # round as the instruction does, go on in fp32
-                work = [to_acc_type(ctx, to_acc_type(ctx, w, work_elem, acc_elem), acc_elem, work_elem)
-                        for w in work]  # fmt: skip
+                narrow = [to_acc_type(ctx, w, work_elem, acc_elem) for w in work]
+                work = [to_acc_type(ctx, w, acc_elem, work_elem) for w in narrow]
         return work
 
     step = 1  # K steps per loop iteration

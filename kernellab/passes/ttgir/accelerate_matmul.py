@@ -15,10 +15,11 @@ a dot that stays on FMA is named, with the reason, in the pass record's summary.
 A batched (3-D) dot is a batch of 2-D ones: instrShape [1, 16, 8], and, as in Triton, all warps
 along the batch (warpsPerCTA [num_warps, 1, 1]), each warp computing whole batch elements.
 
-warpsPerCTA of a 2-D dot follows Triton's choice for MMA v2: a dot that feeds (or is fed by) another dot in
-its region takes that dot's warps, or all warps along its longer dim; otherwise warps are
-doubled along M or N, whichever still has more instruction tiles per warp (M on ties, since
-an A fragment is twice a B fragment), which balances the operand registers each warp holds.
+warpsPerCTA of a 2-D dot follows Triton's choice for MMA v2: a dot that feeds (or is fed by)
+another dot in its region takes that dot's warps, or all warps along its longer dim; otherwise
+warps are doubled along M or N, whichever still has more instruction tiles per warp (M on
+ties, since an A fragment is twice a B fragment), which balances the operand registers each
+warp holds.
 """
 
 from __future__ import annotations

@@ -96,7 +96,9 @@ def test_dots_without_a_tensor_core_form_stay_on_fma_and_the_record_says_why(tex
     assert "nvidia_mma" not in str(dot.d.type)
 
 
-@pytest.mark.parametrize("elem, acc, k_width", [("f16", "f32", 2), ("i8", "i32", 4), ("f16", "f16", 2)])
+@pytest.mark.parametrize(
+    "elem, acc, k_width", [("f16", "f32", 2), ("i8", "i32", 4), ("f16", "f16", 2)]
+)
 def test_batched_dot_puts_warps_along_the_batch(elem, acc, k_width):
     ir = run(dot_ttir(32, 64, 32, elem, acc, batch=4), *PIPELINE)
     check(ir, [

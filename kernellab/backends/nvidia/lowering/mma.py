@@ -224,14 +224,15 @@ def _local_load(ctx, op) -> None:
     buf, lay = ctx.get(op.src), ctx.lay(t)
     place = (buf, lay, t.element_type, buffer_interval(ctx, op.src))
     rows = _ldmatrix_rows(buf, lay, encoding.op_idx)
+    deferred = _feeds_one_mma_dot(op.result)
     if rows is not None:
         operand = LdmatrixOperand(*place, *rows)
-    elif _feeds_one_mma_dot(op.result):
+    elif deferred:
         operand = SharedOperand(*place)
     else:
         CORE_RULES[ttg.LocalLoadOp](ctx, op)
         return
-    ctx.set(op.result, operand if _feeds_one_mma_dot(op.result) else operand.tensor(ctx))
+    ctx.set(op.result, operand if deferred else operand.tensor(ctx))
 
 
 @dataclass
