@@ -40,6 +40,7 @@ def rounded_per_instruction(a, b, c, group=16):
 @pytest.mark.parametrize(
     "shape, num_warps",
     [((8, 32, 64), 1), ((16, 16, 8), 4), ((4, 64, 128), 2),  # FMA: M or K below the instruction
+     ((8, 64, 256), 1),  # FMA with K as a loop, rounding inside its body
      ((32, 64, 64), 4), ((64, 32, 128), 2)],  # mma.sync m16n8k16 with an f16 accumulator
     ids=str,
 )  # fmt: skip
