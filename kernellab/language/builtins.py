@@ -525,12 +525,12 @@ def dot(
     max_num_imprecise_acc=None,
     out_dtype=float32,
 ):
-    """Matrix product of 2-D (M, K) × (K, N) blocks, or 3-D batched, plus `acc`; every dim
-    ≥ 16. fp16/bf16/fp32 accumulate in fp32 (fp16 may use out_dtype=tl.float16), int8 in
-    int32. `input_precision` for fp32 inputs: "tf32" (default: both operands rounded to tf32,
-    10 mantissa bits, nearest with ties away from zero), "tf32x3" (each operand split into
-    big = tf32(x) and small = tf32(x - big); big·big + big·small + small·big, close to fp32),
-    "ieee" (fp32 products).
+    """Matrix product of 2-D (M, K) × (K, N) blocks, or 3-D batched, plus `acc`, of any size
+    (tiles too small for a tensor-core instruction run on FMAs). fp16/bf16/fp32 accumulate in
+    fp32 (fp16 may use out_dtype=tl.float16), int8 in int32. `input_precision` for fp32
+    inputs: "tf32" (default: both operands rounded to tf32, 10 mantissa bits, nearest with ties
+    away from zero), "tf32x3" (each operand split into big = tf32(x) and small = tf32(x - big);
+    big·big + big·small + small·big, close to fp32), "ieee" (fp32 products).
 
     acc = tl.dot(a, b, acc)
     """

@@ -43,13 +43,16 @@ def _mma_operand(op_idx: int, mma: NvidiaMma, k_width: int, shape) -> LinearLayo
         raise ValueError("wgmma reads operand B from shared memory; it has no register layout")
     if k_width < 1 or k_width & (k_width - 1):
         raise ValueError(f"k_width must be a power of two >= 1 for an MMA parent, got {k_width}")
-    k_dim = 1 if op_idx == 0 else 0
-    other = 1 - k_dim
+    rank = len(shape)
+    k_dim = rank - 1 if op_idx == 0 else rank - 2
+    other = 2 * rank - 3 - k_dim  # the last two dims are M, K (A) or K, N (B)
     rows, cols = (16, 8 * k_width) if op_idx == 0 else (8, 8 * k_width)
-    # rows are along the non-K dim (outer), cols along K (inner); K-fastest repetition
-    rep_order = (k_dim, other)
+    # rows are along the non-K dim (outer), cols along K (inner); K-fastest repetition, then
+    # the other dim, then the batch
+    rep_order = (k_dim, other, *reversed(range(rank - 2)))
     tile = warp_tile(rows, cols, k_width, inner=k_dim, outer=other, rep_order=rep_order)
-    warps = _broadcast_along("warp", mma.warps_per_cta, warp_order(mma.version_major), k_dim)
+    order = warp_order(mma.version_major, rank)
+    warps = _broadcast_along("warp", mma.warps_per_cta, order, k_dim)
     return fit_to_shape(tile * warps.transpose_outs(tile.out_dims), shape)
 
 
@@ -75,8 +78,11 @@ def dot_operand(op_idx: int, parent, k_width: int, shape: Sequence[int]) -> Line
     if op_idx not in (0, 1):
         raise ValueError(f"op_idx must be 0 (A) or 1 (B), got {op_idx}")
     if isinstance(parent, NvidiaMma):
-        if len(shape) != 2:
-            raise ValueError(f"MMA dot operands are rank 2 here, got shape {list(shape)}")
+        if len(shape) != len(parent.warps_per_cta):
+            raise ValueError(
+                f"an MMA dot operand has its parent's rank {len(parent.warps_per_cta)}, got "
+                f"shape {list(shape)}"
+            )
         layout = _mma_operand(op_idx, parent, int(k_width), shape)
     elif isinstance(parent, Blocked):
         # rank 2 (M x K / K x N) or rank 3 with a leading batch dim (B x M x K / B x K x N)

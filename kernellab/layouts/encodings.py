@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from kernellab.layouts.blocked import blocked, slice_layout
 from kernellab.layouts.dot_operand import dot_operand
 from kernellab.layouts.linear import LinearLayout
-from kernellab.layouts.mma import nvidia_mma_v2, nvidia_mma_v3
+from kernellab.layouts.mma import mma_v2_instr_shape, nvidia_mma_v2, nvidia_mma_v3
 from kernellab.layouts.named import Blocked, DotOperand, NvidiaMma, NvmmaShared, Slice, SwizzledShared
 from kernellab.layouts.shared import nvmma_shared, swizzled_shared
 
@@ -57,8 +57,11 @@ def from_encoding(attr, shape: Sequence[int]) -> LinearLayout:
         return slice_layout(from_encoding(record.parent, parent_shape), record.dim)
     if isinstance(record, NvidiaMma):
         if record.version_major == 2:
-            if record.instr_shape != (16, 8):
-                raise ValueError(f"mma v2 has instrShape [16, 8], got {list(record.instr_shape)}")
+            want = mma_v2_instr_shape(len(record.warps_per_cta))
+            if record.instr_shape != want:
+                raise ValueError(
+                    f"mma v2 has instrShape {list(want)}, got {list(record.instr_shape)}"
+                )
             return nvidia_mma_v2(record.warps_per_cta, shape)
         if record.version_major == 3:
             return nvidia_mma_v3(record.warps_per_cta, record.instr_shape, shape)

@@ -1,5 +1,6 @@
 """ldmatrix: which shared-memory rows each lane addresses when a warp loads a 16-bit MMA dot
-operand with ldmatrix.sync.aligned.m8n8.x4 (PTX ISA), as layouts.
+operand (2-D, or batched 3-D: the same rows within each batch element) with
+ldmatrix.sync.aligned.m8n8.x4 (PTX ISA), as layouts.
 
 ldmatrix.x4 loads four 8x8 matrices of 16-bit elements: lane 8j+i gives the address of row i
 of matrix j (8 elements, 16 contiguous bytes), and register j of lane t receives elements
@@ -28,18 +29,19 @@ def ldmatrix_rows(
     """(the row-address layout, .trans?) for loading the 16-bit dot operand `operand` (a
     kWidth-2 MMA v2 dot_operand layout) from a buffer whose `contiguous_dim` is contiguous, or
     None when ldmatrix.x4 cannot produce it (too few registers, rows not 16-byte aligned)."""
-    if len(operand.out_shape) != 2:
+    rank = len(operand.out_shape)
+    if rank not in (2, 3):
         return None
     reg = operand.bases.get("register", ())
     lane = operand.bases.get("lane", ())
     warp = operand.bases.get("warp", ())
     if len(reg) < 3 or len(lane) != 5:
         return None
-    trans = contiguous_dim != 1 - op_idx
+    trans = contiguous_dim != (rank - 1 if op_idx == 0 else rank - 2)  # not along K
     pair_and_lanes = (reg[0], *lane[:2])
     row_elements = lane[2:] if trans else pair_and_lanes
     row_select = pair_and_lanes if trans else lane[2:]
-    if list(row_elements) != _unit_steps(contiguous_dim):
+    if list(row_elements) != _unit_steps(contiguous_dim, rank):
         return None
     if any(base[contiguous_dim] % 8 for base in (*row_select, *reg[1:], *warp)):
         return None
@@ -61,7 +63,7 @@ def ldmatrix_access(operand: LinearLayout, op_idx: int, contiguous_dim: int) -> 
     rows = found[0].bases
     return LinearLayout(
         {
-            "register": (*_unit_steps(contiguous_dim), *rows["register"]),
+            "register": (*_unit_steps(contiguous_dim, len(operand.out_shape)), *rows["register"]),
             "lane": rows["lane"],
             "warp": rows["warp"],
         },
@@ -70,5 +72,5 @@ def ldmatrix_access(operand: LinearLayout, op_idx: int, contiguous_dim: int) -> 
     )
 
 
-def _unit_steps(dim: int) -> list[tuple[int, int]]:
-    return [tuple(1 << i if d == dim else 0 for d in range(2)) for i in range(3)]
+def _unit_steps(dim: int, rank: int) -> list[tuple[int, ...]]:
+    return [tuple(1 << i if d == dim else 0 for d in range(rank)) for i in range(3)]

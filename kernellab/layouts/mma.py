@@ -34,31 +34,47 @@ def warp_tile(
     )
 
 
-def warp_order(version_major: int) -> tuple[int, int]:
-    """Ampere numbers warps row-major (N first); Hopper column-major, so that the four warps
-    of a warp group stack along M as wgmma requires."""
-    return (1, 0) if version_major == 2 else (0, 1)
+def warp_order(version_major: int, rank: int = 2) -> tuple[int, ...]:
+    """Ampere numbers warps row-major (N first, a batch dim last); Hopper column-major, so
+    that the four warps of a warp group stack along M as wgmma requires."""
+    return tuple(reversed(range(rank))) if version_major == 2 else (0, 1)
 
 
-def _check_warps(warps_per_cta: Sequence[int]) -> tuple[int, int]:
-    if len(warps_per_cta) != 2:
-        raise ValueError(f"MMA layouts are rank 2 here; got warps_per_cta {list(warps_per_cta)}")
+def _check_warps(warps_per_cta: Sequence[int], ranks=(2,)) -> tuple[int, ...]:
+    if len(warps_per_cta) not in ranks:
+        raise ValueError(
+            f"these MMA layouts have rank {' or '.join(map(str, ranks))}; got warps_per_cta "
+            f"{list(warps_per_cta)}"
+        )
     for w in warps_per_cta:
         log2(w, "warps_per_cta")
-    return int(warps_per_cta[0]), int(warps_per_cta[1])
+    return tuple(int(w) for w in warps_per_cta)
 
 
 def _mma(record: NvidiaMma, rows: int, cols: int, shape: Sequence[int]) -> LinearLayout:
-    tile = warp_tile(rows, cols, 2, inner=1, outer=0, rep_order=(1, 0))
-    warps = identity_nd("warp", record.warps_per_cta, warp_order(record.version_major))
+    rank = len(record.warps_per_cta)
+    rep_order = tuple(reversed(range(rank)))  # N, then M, then the batch
+    tile = warp_tile(rows, cols, 2, inner=rank - 1, outer=rank - 2, rep_order=rep_order)
+    warps = identity_nd("warp", record.warps_per_cta, warp_order(record.version_major, rank))
     tile = tile * warps.transpose_outs(tile.out_dims)
     return labelled(fit_to_shape(tile, shape), record)
 
 
+def mma_v2_instr_shape(rank: int) -> tuple[int, ...]:
+    """instrShape of an MMA v2 layout: [16, 8], with a 1 for a leading batch dim."""
+    return (1,) * (rank - 2) + (16, 8)
+
+
 def nvidia_mma_v2(warps_per_cta: Sequence[int], shape: Sequence[int]) -> LinearLayout:
-    """#ttg.nvidia_mma v2 (mma.sync m16n8kK accumulator) on `shape`; repeats N then M."""
-    _check_warps(warps_per_cta)
-    return _mma(NvidiaMma(2, warps_per_cta, (16, 8)), 16, 8, shape)
+    """#ttg.nvidia_mma v2 (mma.sync m16n8kK accumulator) on `shape`, 2-D or batched 3-D (each
+    batch element its own m16n8 tiles); repeats N, then M, then the batch."""
+    warps = _check_warps(warps_per_cta, ranks=(2, 3))
+    if len(shape) != len(warps):
+        raise ValueError(
+            f"an MMA v2 layout with warps_per_cta {list(warps)} needs rank {len(warps)}, got "
+            f"shape {list(shape)}"
+        )
+    return _mma(NvidiaMma(2, warps, mma_v2_instr_shape(len(warps))), 16, 8, shape)
 
 
 def nvidia_mma_v3(

@@ -147,3 +147,30 @@ def test_dot_with_a_transposed_operand(launch, rng):
     out = poison((M, N), np.float32)
     launch(dot_transposed_kernel, (1,), q, k, out, M=M, N=N, D=D)
     assert_close(out, f64(q) @ f64(k).T, atol=error_bound(q, k.T, 0, D * 2**-24))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 4, 8), (8, 8, 8), (16, 16, 8), (4, 32, 16),
+                                   (32, 2, 64), (16, 1, 4)], ids=str)  # fmt: skip
+@pytest.mark.parametrize("case", ["fp16", "fp32-ieee", "fp32-tf32", "fp16-out-fp16"])
+def test_dot_on_tiles_smaller_than_a_tensor_core_instruction(launch, rng, case, shape):
+    """M, N or K below 16 (Triton accepts them): the FMA path on the GPU."""
+    dtype, precision, out_dtype, acc_dtype, unit = CASES[case]
+    M, N, K = shape
+    a = random_array(rng, (M, K), NP_DTYPES[dtype])
+    b = random_array(rng, (K, N), NP_DTYPES[dtype])
+    c = random_array(rng, (M, N), acc_dtype)
+    out = poison((M, N), acc_dtype)
+    launch(dot_kernel, (1,), a, b, c, out, M=M, N=N, K=K, PRECISION=precision, OUT_DTYPE=out_dtype,
+           USE_ACC=True)  # fmt: skip
+    assert_close(out, f64(a) @ f64(b) + f64(c), atol=error_bound(a, b, c, unit(K)))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (4, 8, 2), (16, 8, 16), (8, 16, 32)], ids=str)
+def test_small_int8_dot_is_exact(launch, rng, shape):
+    M, N, K = shape
+    a = random_array(rng, (M, K), np.int8, -128, 128)
+    b = random_array(rng, (K, N), np.int8, -128, 128)
+    out = poison((M, N), np.int32)
+    launch(dot_kernel, (1,), a, b, out, out, M=M, N=N, K=K, PRECISION=None, OUT_DTYPE=tl.int32,
+           USE_ACC=False)  # fmt: skip
+    assert_equal(out, a.astype(np.int64) @ b.astype(np.int64))

@@ -1,8 +1,8 @@
-"""tl.dot on the tensor cores (mma.sync, operands through ldmatrix or shared loads): shapes,
-warps, dtypes, input_precision, transposed operands, masks on K, accumulation in a loop and
-acc=. On the CPU the interpreter runs them (checking the tests' bounds) and every kernel is
-assembled for sm_80 and sm_90; on the GPU (`-m gpu`) each result is also compared with the
-interpreter's."""
+"""tl.dot on the tensor cores (mma.sync, operands through ldmatrix or shared loads), and on the
+FMA path where no instruction applies, in one kernel: shapes, warps, dtypes (batched 3-D too),
+input_precision, transposed operands, masks on K, accumulation in a loop and acc=. On the
+CPU the interpreter runs them (checking the tests' bounds) and every kernel is assembled for
+sm_80 and sm_90; on the GPU (`-m gpu`) each result is also compared with the interpreter's."""
 
 import numpy as np
 import pytest
@@ -57,9 +57,16 @@ DTYPES = {
 }
 
 
+# forms that stay on the FMA path whatever the tile
+FMA_DTYPES = {
+    "fp32-ieee": ("float32", "ieee", tl.float32, np.float32, lambda k: k * 2**-24),
+    "fp64": ("float64", None, tl.float64, np.float64, lambda k: k * 2**-53),
+}
+
+
 def run(launch, rng, dtype_case, M, N, BK, K, num_warps=4, trans_a=False, trans_b=False,
         acc="acc="):  # fmt: skip
-    dtype, precision, out_dtype, out_np, unit = DTYPES[dtype_case]
+    dtype, precision, out_dtype, out_np, unit = {**DTYPES, **FMA_DTYPES}[dtype_case]
     a = random_array(rng, (M, K), NP_DTYPES[dtype])
     b = random_array(rng, (K, N), NP_DTYPES[dtype])
     c = random_array(rng, (M, N), out_np) if acc == "acc=" else np.zeros((M, N), out_np)
@@ -108,6 +115,22 @@ def test_accumulating_a_separate_dot_in_the_loop(launch, rng, dtype_case):
     run(launch, rng, dtype_case, 64, 64, 32, 96, acc="+=")
 
 
+@pytest.mark.parametrize(
+    "dtype_case, shape, trans_a, trans_b, acc",
+    [("fp32-ieee", (64, 128, 32, 100, 8), True, False, "acc="),  # a K loop in the lowering
+     ("fp64", (32, 32, 16, 40, 4), False, True, "acc="),
+     ("fp32-ieee", (8, 64, 32, 70, 2), False, False, "+="),
+     ("fp16", (8, 32, 16, 50, 1), False, True, "acc="),  # M below the instruction's 16
+     ("fp16-acc-fp16", (4, 64, 32, 100, 2), True, True, "+="),
+     ("tf32x3", (16, 8, 64, 130, 1), False, False, "acc=")],  # N below the instruction's 8
+    ids=str,
+)  # fmt: skip
+def test_fma_dots_in_the_same_kernel(launch, rng, dtype_case, shape, trans_a, trans_b, acc):
+    M, N, BK, K, warps = shape
+    run(launch, rng, dtype_case, M, N, BK, K, num_warps=warps, trans_a=trans_a, trans_b=trans_b,
+        acc=acc)  # fmt: skip
+
+
 def test_int8_dot_is_exact_in_int32(launch, rng):
     M, N, BK, K, warps = 64, 128, 32, 150, 8
     a = random_array(rng, (M, K), np.int8, -128, 128)
@@ -146,3 +169,56 @@ def test_chained_dots(launch, rng):
     expected = f64(s.astype(np.float16)) @ f64(v)
     atol = (p_bound + np.abs(s)) @ np.abs(f64(v)) * 2**-11 + p_bound @ np.abs(f64(v))
     assert_close(out, expected, atol=atol)
+
+
+@kl.jit
+def batched_mma_kernel(a_ptr, b_ptr, c_ptr, out_ptr, B: tl.constexpr, M: tl.constexpr,
+                       N: tl.constexpr, K: tl.constexpr, TRANS_B: tl.constexpr,
+                       PRECISION: tl.constexpr, OUT_DTYPE: tl.constexpr):  # fmt: skip
+    """out[i] = a[i] @ b[i] + c[i] for each of B batch elements: one 3-D tl.dot."""
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rk_col = tl.arange(0, K)[None, None, :]
+    rk_row = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + rb * (M * K) + rm * K + rk_col)
+    if TRANS_B:  # B stored N x K per batch element
+        b = tl.trans(tl.load(b_ptr + rb * (K * N) + tl.arange(0, N)[None, :, None] * K
+                             + rk_col), (0, 2, 1))  # fmt: skip
+    else:
+        b = tl.load(b_ptr + rb * (K * N) + rk_row * N + rn)
+    c = tl.load(c_ptr + rb * (M * N) + rm * N + rn)
+    d = tl.dot(a, b, c, input_precision=PRECISION, out_dtype=OUT_DTYPE)
+    tl.store(out_ptr + rb * (M * N) + rm * N + rn, d)
+
+
+@pytest.mark.parametrize(
+    "dtype_case, shape, num_warps, trans_b",
+    [("fp16", (2, 16, 32, 16), 4, False), ("fp16", (4, 64, 32, 32), 4, True),
+     ("bf16", (8, 32, 16, 32), 2, False), ("fp16-acc-fp16", (4, 32, 32, 64), 8, False),
+     ("tf32x3", (2, 32, 32, 16), 2, False), ("fp8e4nv", (2, 16, 16, 32), 1, False),
+     ("fp16", (1, 64, 64, 32), 4, True)],
+    ids=str,
+)  # fmt: skip
+def test_batched_dot_on_the_tensor_cores(launch, rng, dtype_case, shape, num_warps, trans_b):
+    dtype, precision, out_dtype, out_np, unit = DTYPES[dtype_case]
+    B, M, N, K = shape
+    a = random_array(rng, (B, M, K), NP_DTYPES[dtype])
+    b = random_array(rng, (B, K, N), NP_DTYPES[dtype])
+    c = random_array(rng, (B, M, N), out_np)
+    out = poison((B, M, N), out_np)
+    b_arg = np.ascontiguousarray(b.transpose(0, 2, 1)) if trans_b else b
+    launch(batched_mma_kernel, (1,), a, b_arg, c, out, B=B, M=M, N=N, K=K, TRANS_B=trans_b,
+           PRECISION=precision, OUT_DTYPE=out_dtype, num_warps=num_warps)  # fmt: skip
+    assert_close(out, f64(a) @ f64(b) + f64(c), atol=error_bound(a, b, c, unit(K)))
+
+
+def test_batched_int8_dot_is_exact(launch, rng):
+    B, M, N, K = 4, 32, 32, 64
+    a = random_array(rng, (B, M, K), np.int8, -128, 128)
+    b = random_array(rng, (B, K, N), np.int8, -128, 128)
+    c = random_array(rng, (B, M, N), np.int32)
+    out = poison((B, M, N), np.int32)
+    launch(batched_mma_kernel, (1,), a, b, c, out, B=B, M=M, N=N, K=K, TRANS_B=False,
+           PRECISION=None, OUT_DTYPE=tl.int32, num_warps=4)  # fmt: skip
+    assert_equal(out, a.astype(np.int64) @ b.astype(np.int64) + c)

@@ -33,24 +33,25 @@ def isa_c(lane: int, i: int) -> tuple[int, int]:
 
 
 def _tiles(layout, tile):
-    """register lists per instruction tile (as the lowering groups them), warp 0 lane 0."""
+    """register lists per instruction tile (as the lowering groups them: (batch,) row tile,
+    column tile), warp 0 lane 0."""
     out = {}
     for r in range(layout.num_registers):
-        row, col = layout.apply(register=r)
-        out.setdefault((row // tile[0], col // tile[1]), []).append(r)
+        *batch, row, col = layout.apply(register=r)
+        out.setdefault((*batch, row // tile[0], col // tile[1]), []).append(r)
     return out
 
 
 def _check(layout, tile, isa, fragment_size, warps):
     tiles = _tiles(layout, tile)
-    for (tr, tc), regs in tiles.items():
+    for regs in tiles.values():
         assert len(regs) == fragment_size
         for w, lane in itertools.product(range(warps), range(32)):
             for i, r in enumerate(regs):
-                row, col = layout.apply(register=r, lane=lane, warp=w)
-                base = layout.apply(register=regs[0], warp=w)
-                got = (row - (base[0] // tile[0]) * tile[0], col - (base[1] // tile[1]) * tile[1])
-                assert got == isa(lane, i), (r, lane, w, i)
+                *batch, row, col = layout.apply(register=r, lane=lane, warp=w)
+                *base_batch, base_row, base_col = layout.apply(register=regs[0], warp=w)
+                got = (row - (base_row // tile[0]) * tile[0], col - (base_col // tile[1]) * tile[1])
+                assert got == isa(lane, i) and batch == base_batch, (r, lane, w, i)
 
 
 K_WIDTHS = {1: 8, 2: 16, 4: 32}  # kWidth (tf32, 16-bit, 8-bit) -> instruction K
@@ -69,6 +70,28 @@ def test_every_instruction_tile_is_the_isa_fragment(k_width, warps, shape):
     _check(a, (16, kk), lambda lane, i: isa_a(k_width, lane, i), 4 * k_width, nwarps)
     b = dot_operand(1, mma, k_width, [k, n])
     _check(b, (kk, 8), lambda lane, i: isa_b(k_width, lane, i), 2 * k_width, nwarps)
+
+
+@pytest.mark.parametrize("k_width", sorted(K_WIDTHS))
+@pytest.mark.parametrize("warps, batch", [(1, 2), (4, 8), (4, 2), (2, 1)])
+def test_batched_tiles_are_the_isa_fragment_within_one_batch_element(k_width, warps, batch):
+    """A 3-D dot's layouts (warps along the batch, as accelerate_matmul picks): every
+    instruction tile lies in one batch element and is the PTX fragment there."""
+    m, n, kk = 32, 16, K_WIDTHS[k_width]
+    k = 2 * kk
+    mma = NvidiaMma(2, (warps, 1, 1), (1, 16, 8))
+    acc = nvidia_mma_v2(mma.warps_per_cta, [batch, m, n])
+    _check(acc, (16, 8), isa_c, 4, warps)
+    a = dot_operand(0, mma, k_width, [batch, m, k])
+    _check(a, (16, kk), lambda lane, i: isa_a(k_width, lane, i), 4 * k_width, warps)
+    b = dot_operand(1, mma, k_width, [batch, k, n])
+    _check(b, (kk, 8), lambda lane, i: isa_b(k_width, lane, i), 2 * k_width, warps)
+    # every element of every batch element is computed (more warps than batch elements: twice)
+    owned = {acc.apply(register=r, lane=ln, warp=w)
+             for r in range(acc.num_registers)
+             for ln in range(32) for w in range(warps)}  # fmt: skip
+    assert len(owned) == batch * m * n
+    assert acc.num_registers * 32 * warps == batch * m * n * max(1, warps // batch)
 
 
 def test_isa_formulas_match_the_documented_f16_cases():

@@ -157,7 +157,10 @@ def _dot(c, op):
     in float32, int8 accumulates in int32. fp32 inputs follow input_precision as the GPU does:
     "tf32" rounds both operands with tf32_rna first (products then exact in fp32), "tf32x3"
     splits each operand into big + small tf32 parts and sums small·big + big·small + big·big
-    (the small·small term dropped), "ieee" multiplies the fp32 values."""
+    (the small·small term dropped), "ieee" multiplies the fp32 values. A float accumulator
+    narrower than fp32 (out_dtype=tl.float16) takes the tensor cores' rounding: each K chunk
+    of one mma.sync instruction (16 for 16-bit inputs, 32 for fp8) is summed in fp32 with the
+    accumulator and rounded once, as the GPU's MMA and FMA paths both do."""
     a_dt, b_dt, acc_dt = np_dtype(op.a.type), np_dtype(op.b.type), np_dtype(op.c.type)
     precision = op.input_precision.data if a_dt == F32 and b_dt == F32 else "ieee"
     if a_dt.kind in "iub":
@@ -165,7 +168,10 @@ def _dot(c, op):
     else:
         work = F64 if F64 in (a_dt, acc_dt) else F32
 
-    def dot(a, b, acc):
+    is_float = acc_dt.kind == "f" or acc_dt in NARROW_FLOATS
+    group = 32 // a_dt.itemsize if is_float and acc_dt.itemsize < 4 else None
+
+    def product(a, b, acc):
         if precision == "tf32":
             d = np.matmul(tf32_rna(a).astype(work), tf32_rna(b).astype(work))
         elif precision == "tf32x3":
@@ -175,7 +181,15 @@ def _dot(c, op):
         else:
             d = np.matmul(a.astype(work), b.astype(work))
         d = d + acc.astype(work)
-        return round_float(d, acc_dt) if acc_dt.kind == "f" or acc_dt in NARROW_FLOATS else d.astype(acc_dt)
+        return round_float(d, acc_dt) if is_float else d.astype(acc_dt)
+
+    def dot(a, b, acc):
+        if group is None:
+            return product(a, b, acc)
+        for k0 in range(0, a.shape[-1], group):
+            chunk = slice(k0, k0 + group)
+            acc = product(a[..., chunk], b[..., chunk, :], acc)
+        return acc
 
     return elementwise(c, op, dot)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import TensorType
 
 from kernellab.backends.llvm.convert import convert, convert_scratch_bytes
+from kernellab.backends.llvm.dot import ReadByTheDot, read_by_fma_dot
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.layout import Lay, coords_of, derived, flat_of
 from kernellab.backends.llvm.remap import pull_back
@@ -179,6 +180,9 @@ def _local_store(ctx, op):
 
 def _local_load(ctx, op):
     buf = ctx.get(op.src)
+    if read_by_fma_dot(ctx, op):
+        ctx.set(op.result, ReadByTheDot(buf))
+        return
     t = op.result.type
     ctx.set(op.result, load_tensor(ctx, buf, ctx.lay(t), t.element_type, buffer_interval(ctx, op.src)))
 

@@ -69,23 +69,28 @@ def store_runs(ctx, regs: list, lay: Lay, elem, run: int, ptr_of) -> None:
         st.align = run * smem_elem_bytes(elem)
 
 
-def load_runs(ctx, lay: Lay, elem, run: int, ptr_of) -> list:
-    """One value per register of `lay`, loaded once per distinct element: one access per `run`
-    registers, from `ptr_of(r)` for the run's first register r."""
+def load_run(ctx, elem, run: int, ptr) -> list:
+    """The `run` consecutive elements at `ptr` (aligned to the run's size), one access."""
     b = ctx.b
     ety = llty(elem)
     mem_ty, access_ty = _types(elem, run)
+    if run == 1:
+        values = [b.load(ptr, typ=mem_ty)]
+    else:
+        ld = b.load(ptr, typ=access_ty)
+        ld.align = run * smem_elem_bytes(elem)
+        vec = b.bitcast(ld, ir.VectorType(mem_ty, run))
+        values = [b.extract_element(vec, I32(j)) for j in range(run)]
+    return [b.trunc(v, ety) if mem_ty is not ety else v for v in values]
+
+
+def load_runs(ctx, lay: Lay, elem, run: int, ptr_of) -> list:
+    """One value per register of `lay`, loaded once per distinct element: one access per `run`
+    registers, from `ptr_of(r)` for the run's first register r."""
     by_flat = {}
     for r in lay.canonical_regs:
         if r % run:
             continue
-        if run == 1:
-            values = [b.load(ptr_of(r), typ=mem_ty)]
-        else:
-            ld = b.load(ptr_of(r), typ=access_ty)
-            ld.align = run * smem_elem_bytes(elem)
-            vec = b.bitcast(ld, ir.VectorType(mem_ty, run))
-            values = [b.extract_element(vec, I32(j)) for j in range(run)]
-        for j, v in enumerate(values):
-            by_flat[lay.reg_flat[r + j]] = b.trunc(v, ety) if mem_ty is not ety else v
+        for j, v in enumerate(load_run(ctx, elem, run, ptr_of(r))):
+            by_flat[lay.reg_flat[r + j]] = v
     return [by_flat[f] for f in lay.reg_flat]

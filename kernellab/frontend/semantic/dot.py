@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
-
 from kernellab.frontend.errors import SemanticError
 from kernellab.frontend.semantic.base import SemanticBase
 from kernellab.frontend.values import python_value, show, unwrap
@@ -11,7 +9,6 @@ from kernellab.ir import tt
 from kernellab.language import core as tl
 
 _DOT_DTYPES = ("int8", "uint8", "fp16", "bf16", "fp32", "fp64")
-_MIN_DOT_SIZE = 16
 
 
 class DotMixin(SemanticBase):
@@ -60,12 +57,7 @@ class DotMixin(SemanticBase):
                 f"({a.shape[-1]} and {b.shape[-2]})"
                 " must be equal" + (" and so must the batch sizes" if len(a.shape) == 3 else "")
             )
-        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        if builtins.min(m, n, k) < _MIN_DOT_SIZE:
-            raise SemanticError(
-                f"tl.dot needs M, N and K of at least {_MIN_DOT_SIZE}, got M={m}, N={n}, K={k} "
-                f"({show(a)} × {show(b)}); use larger blocks"
-            )
+        n, k = b.shape[-1], a.shape[-1]
         if a.dtype.is_int():
             if a.dtype != tl.int8:
                 raise SemanticError(

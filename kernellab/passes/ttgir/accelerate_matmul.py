@@ -12,10 +12,14 @@ operands through shared memory. The rewrite is the pattern `mma-v2-dot` of the r
 swept once over the dots in order (a dot chained to an already converted one takes its warps);
 a dot that stays on FMA is named, with the reason, in the pass record's summary.
 
-warpsPerCTA follows Triton's choice for MMA v2: a dot that feeds (or is fed by) another dot in
-its region takes that dot's warps, or all warps along its longer dim; otherwise warps are
-doubled along M or N, whichever still has more instruction tiles per warp (M on ties, since
-an A fragment is twice a B fragment), which balances the operand registers each warp holds.
+A batched (3-D) dot is a batch of 2-D ones: instrShape [1, 16, 8], and, as in Triton, all warps
+along the batch (warpsPerCTA [num_warps, 1, 1]), each warp computing whole batch elements.
+
+warpsPerCTA of a 2-D dot follows Triton's choice for MMA v2: a dot that feeds (or is fed by)
+another dot in its region takes that dot's warps, or all warps along its longer dim; otherwise
+warps are doubled along M or N, whichever still has more instruction tiles per warp (M on
+ties, since an A fragment is twice a B fragment), which balances the operand registers each
+warp holds.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
 from kernellab.ir import tt, ttg
+from kernellab.layouts.mma import mma_v2_instr_shape
 from kernellab.passes.manager import PassOutcome
 from kernellab.passes.rewrite import Rewrites, apply_to_each, pattern
 from kernellab.passes.ttgir import mma_v3
@@ -116,14 +121,12 @@ def _line(op: Operation) -> str:
 
 def _why_not(op: tt.DotOp, arch: int) -> str:
     a_t, b_t, d_t = op.a.type, op.b.type, op.d.type
-    if len(d_t.get_shape()) != 2:
-        return "batched (3-D) dots have no mma.sync form here"
     form = mma_form(a_t.element_type, b_t.element_type, d_t.element_type, op.input_precision.data)
     if isinstance(form, str):
         return form
     if arch < form.min_arch:
         return f"{a_t.element_type} mma.sync needs sm_{form.min_arch}+, the target is sm_{arch}"
-    m, n = d_t.get_shape()
+    m, n = d_t.get_shape()[-2:]
     k = a_t.get_shape()[-1]
     if m < INSTR_M or n < INSTR_N or k < form.k:
         return f"the {m}x{n}x{k} tile is smaller than one m{INSTR_M}n{INSTR_N}k{form.k} instruction"
@@ -132,7 +135,10 @@ def _why_not(op: tt.DotOp, arch: int) -> str:
 
 def warps_per_tile(op: tt.DotOp, num_warps: int) -> list[int]:
     """warpsPerCTA of the MMA accumulator (see the module docstring)."""
-    m, n = op.d.type.get_shape()
+    shape = op.d.type.get_shape()
+    if len(shape) == 3:
+        return [num_warps, 1, 1]
+    m, n = shape
     chained = _chained_dots(op)
     for other in chained:
         encoding = ttg.encoding_of(other.d.type)
@@ -178,7 +184,8 @@ def _to_mma(op: tt.DotOp, rewriter: PatternRewriter) -> bool:
     module = op.get_toplevel_object()
     if not _on_fma(op) or _why_not(op, _arch(ttg.target(module))):
         return False
-    mma = ttg.NvidiaMmaEncodingAttr(2, 0, warps_per_tile(op, ttg.num_warps(module)), [INSTR_M, INSTR_N])
+    warps = warps_per_tile(op, ttg.num_warps(module))
+    mma = ttg.NvidiaMmaEncodingAttr(2, 0, warps, list(mma_v2_instr_shape(len(warps))))
     old_converts = [v.owner for v in op.operands]
     operands = []
     for idx, value in enumerate((op.a, op.b)):

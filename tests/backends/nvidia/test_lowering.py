@@ -150,9 +150,9 @@ def test_dot_operands_are_read_from_shared_memory_inside_the_k_loop(compiled):
     assert _ptx_lines(ptx, r"mma\.sync\.aligned\.m16n8k16")
     ptx_i8 = compiled["dot_i8", "sm_90"].asm["ptx"]
     assert _ptx_lines(ptx_i8, r"ld\.shared") and _ptx_lines(ptx_i8, r"mma\.sync\.aligned\.m16n8k32")
-    # batched dots stay on the FMA path
+    # batched dots too (fp32 with the default input_precision: tf32)
     ptx_3d = compiled["dot3d_f32", "sm_90"].asm["ptx"]
-    assert _ptx_lines(ptx_3d, r"fma\.rn\.f32") and not _ptx_lines(ptx_3d, r"mma\.sync")
+    assert _ptx_lines(ptx_3d, r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32")
 
 
 def test_atomics_are_predicated_and_typed(compiled):
@@ -489,11 +489,11 @@ def test_rank3_fma_loop_reads_the_same_batch_element_as_it_accumulates(spt, tpw,
                     assert b_need.coords(b_need.reg_flat[br] ^ tb) == (cb, kk, cn)
 
 
-def test_batched_dot_ptx_has_one_fma_per_accumulator_element_and_k(compiled):
+def test_batched_dot_ptx_has_one_mma_per_instruction_tile_of_its_batch_element(compiled):
     ptx = compiled["dot3d_f32", "sm_90"].asm["ptx"]
-    bsz, m, n, k = 2, 16, 32, 16
-    fmas = len(_ptx_lines(ptx, r"fma\.rn\.f32"))
-    assert fmas == bsz * m * n * k // 128  # 4 warps, no duplicated accumulator elements
+    m, n, k = 16, 32, 16  # 2 batch elements on 4 warps: each warp computes one of them
+    mmas = len(_ptx_lines(ptx, r"mma\.sync\.aligned\.m16n8k8"))
+    assert mmas == (m // 16) * (n // 8) * (k // 8)
 
 
 @kl.jit

@@ -81,7 +81,8 @@ def test_each_tensor_core_form_gets_its_k_width(elem, acc, precision, k_width):
         (dot_ttir(64, 64, 32, "f64", "f64"), "sm_90", "no mma.sync form for f64"),
         (dot_ttir(8, 64, 32), "sm_90", "the 8x64x32 tile is smaller than one m16n8k16 instruction"),
         (dot_ttir(32, 32, 8), "sm_90", "the 32x32x8 tile is smaller than one m16n8k16 instruction"),
-        (dot_ttir(16, 16, 32, batch=2), "sm_90", "batched (3-D) dots have no mma.sync form here"),
+        (dot_ttir(8, 16, 32, batch=2), "sm_90", "the 8x16x32 tile is smaller than one m16n8k16 instruction"),
+        (dot_ttir(16, 16, 32, "f32", "f32", "ieee", batch=4), "sm_80", "fp32 with input_precision='ieee'"),
         (dot_ttir(64, 64, 32, "bf16", "bf16"), "sm_90", "no mma.sync form for bf16 into bf16"),
         (dot_ttir(64, 64, 32, "f8E5M2", "f32"), "sm_80", "f8E5M2 mma.sync needs sm_89+, the target is sm_80"),
     ],
@@ -93,6 +94,21 @@ def test_dots_without_a_tensor_core_form_stay_on_fma_and_the_record_says_why(tex
     assert record.summary == f"no change; tt.dot stays on FMA: {reason}"
     dot = next(op for op in module.walk() if isinstance(op, tt.DotOp))
     assert "nvidia_mma" not in str(dot.d.type)
+
+
+@pytest.mark.parametrize(
+    "elem, acc, k_width", [("f16", "f32", 2), ("i8", "i32", 4), ("f16", "f16", 2)]
+)
+def test_batched_dot_puts_warps_along_the_batch(elem, acc, k_width):
+    ir = run(dot_ttir(32, 64, 32, elem, acc, batch=4), *PIPELINE)
+    check(ir, [
+        "#mma = #ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [4, 1, 1], instrShape = [1, 16, 8]}>",
+        re.compile(r"#shared = #ttg\.swizzled_shared<\{vec = \d+, perPhase = \d, maxPhase = \d+, order = \[\d, \d, \d\]\}>"),
+        f"-> tensor<4x32x32x{elem}, #ttg.dot_op<{{opIdx = 0, parent = #mma, kWidth = {k_width}}}>>",
+        f"-> tensor<4x32x64x{elem}, #ttg.dot_op<{{opIdx = 1, parent = #mma, kWidth = {k_width}}}>>",
+        f"-> tensor<4x32x64x{acc}, #mma>",
+        "tt.store",
+    ])  # fmt: skip
 
 
 @pytest.mark.parametrize(

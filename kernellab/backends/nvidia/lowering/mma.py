@@ -12,8 +12,8 @@ ttg.local_load into a 16-bit operand layout uses ldmatrix.x4 where kernellab.lay
 `ldmatrix_rows` gives the lanes' row addresses for the buffer (plain or .trans, by which dim
 is contiguous); the lowering computes those addresses like any layout's coordinates. When the
 load's only user is an MMA dot, the dot issues each ldmatrix just before the K step that
-first needs it (LdmatrixOperand). Other element widths read shared memory element by element
-(the core's local_load).
+first needs it (LdmatrixOperand); other element widths (8- and 32-bit operands) are read the
+same way with plain shared loads, a run of consecutive registers per access (SharedOperand).
 
 Both are NVIDIA rules over the core's: the NVIDIA table maps tt.DotOp and ttg.LocalLoadOp
 here (RULES), and every dot or local_load these do not apply to goes to the core's rule (the
@@ -23,14 +23,15 @@ FMA dot, the element-by-element load). The buffer's element offsets are the core
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
 from kernellab.backends.llvm import CORE_RULES
 from kernellab.backends.llvm.layout import Lay
-from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval, smem_offset
+from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval, smem_offset, vector_run
+from kernellab.backends.llvm.smem_vectors import load_run, smem_elem_bytes
 from kernellab.backends.llvm.types import F16, I32, TV, SmemBuf, bitwidth, llty
 from kernellab.ir import tt, ttg
 from kernellab.layouts import ldmatrix_rows
@@ -57,12 +58,13 @@ def _instr_k(elem) -> int:
     return 256 // bitwidth(elem) if bitwidth(elem) < 32 else 8
 
 
-def _tiles(lay: Lay, tile: tuple[int, int]) -> dict[tuple[int, int], list[int]]:
-    """Registers of `lay` grouped by instruction tile (tile-index pair), in register order."""
-    out: dict[tuple[int, int], list[int]] = {}
+def _tiles(lay: Lay, tile: tuple[int, int]) -> dict[tuple[int, ...], list[int]]:
+    """Registers of `lay` grouped by instruction tile ((batch,) row tile, column tile), in
+    register order."""
+    out: dict[tuple[int, ...], list[int]] = {}
     for r in range(lay.nregs):
-        row, col = lay.coords(lay.reg_flat[r])
-        out.setdefault((row // tile[0], col // tile[1]), []).append(r)
+        *batch, row, col = lay.coords(lay.reg_flat[r])
+        out.setdefault((*batch, row // tile[0], col // tile[1]), []).append(r)
     return out
 
 
@@ -86,15 +88,16 @@ def _mma_dot(ctx, op) -> None:
     precision = op.input_precision.data if isinstance(elem, builtin.Float32Type) else ""
     pack = _packer(ctx, elem)
     out = list(c_tv.regs)
-    k_tiles = sorted({kt for (_, kt) in a_tiles})
-    for kt in k_tiles:
-        a_parts = {mt: pack([a_reg(r) for r in regs])
-                   for (mt, t), regs in a_tiles.items() if t == kt}  # fmt: skip
-        b_parts = {nt: pack([b_reg(r) for r in regs])
-                   for (t, nt), regs in b_tiles.items() if t == kt}  # fmt: skip
-        for (mt, nt), regs in sorted(c_tiles.items()):
+    k_tiles = sorted({key[-1] for key in a_tiles})
+    for kt in k_tiles:  # tile keys: (batch,) row tile, column tile
+        a_parts = {key[:-1]: pack([a_reg(r) for r in regs])
+                   for key, regs in a_tiles.items() if key[-1] == kt}  # fmt: skip
+        b_parts = {(*key[:-2], key[-1]): pack([b_reg(r) for r in regs])
+                   for key, regs in b_tiles.items() if key[-2] == kt}  # fmt: skip
+        for (*batch, mt, nt), regs in sorted(c_tiles.items()):
             acc = [out[r] for r in regs]
-            for a_part, b_part in _products(a_parts[mt], b_parts[nt], precision):
+            pairs = _products(a_parts[(*batch, mt)], b_parts[(*batch, nt)], precision)
+            for a_part, b_part in pairs:
                 acc = _mma(ctx, k, elem, op.b.type.element_type, acc_elem, a_part, b_part, acc)
             for r, v in zip(regs, acc):
                 out[r] = v
@@ -102,10 +105,10 @@ def _mma_dot(ctx, op) -> None:
 
 
 def _reader(ctx, value):
-    """(Lay, fn(register) -> LLVM value) of a dot operand: registers, or an LdmatrixOperand
+    """(Lay, fn(register) -> LLVM value) of a dot operand: registers, or a DeferredOperand
     loaded as the K loop reaches it."""
     operand = ctx.get(value)
-    if isinstance(operand, LdmatrixOperand):
+    if isinstance(operand, DeferredOperand):
         return operand.lay, lambda r: operand.register(ctx, r)
     return operand.lay, lambda r: operand.regs[r]
 
@@ -195,9 +198,9 @@ def _mma(ctx, k: int, a_elem, b_elem, acc_elem, a_regs, b_regs, acc):
 
 def _ldmatrix_rows(buf: SmemBuf, lay: Lay, op_idx: int) -> tuple[Lay, bool] | None:
     """(row-address Lay, .trans?) when ldmatrix.x4 can load the dot operand laid out as `lay`
-    from `buf`: 16-bit elements, rank 2, rows of 8 elements that stay contiguous under the
-    buffer's swizzle (kernellab.layouts.ldmatrix_rows decides the rest)."""
-    if bitwidth(buf.elem) != 16 or len(buf.shape) != 2:
+    from `buf`: 16-bit elements, rows of 8 elements that stay contiguous under the
+    buffer's swizzle (kernellab.layouts.ldmatrix_rows decides the rest), rank 2 or batched 3."""
+    if bitwidth(buf.elem) != 16 or len(buf.shape) not in (2, 3):
         return None
     if buf.max_phase > 1 and buf.vec < 8:
         return None
@@ -209,57 +212,93 @@ def _ldmatrix_rows(buf: SmemBuf, lay: Lay, op_idx: int) -> tuple[Lay, bool] | No
 
 
 def _local_load(ctx, op) -> None:
-    """A 16-bit MMA dot operand with ldmatrix (deferred to the dot when it is the only user);
-    any other local_load is the core's."""
+    """An MMA dot operand: with ldmatrix where it applies (16-bit elements), else with shared
+    loads of runs of registers; deferred to the dot when that is the only user. Any other
+    local_load is the core's."""
     t = op.result.type
     encoding = ttg.encoding_of(t)
-    buf = ctx.get(op.src)
-    rows = None
-    if isinstance(encoding, ttg.DotOperandEncodingAttr) and isinstance(
-        encoding.parent, ttg.NvidiaMmaEncodingAttr
-    ):
-        rows = _ldmatrix_rows(buf, ctx.lay(t), encoding.op_idx)
-    if rows is None:
+    if not (isinstance(encoding, ttg.DotOperandEncodingAttr)
+            and isinstance(encoding.parent, ttg.NvidiaMmaEncodingAttr)):  # fmt: skip
         CORE_RULES[ttg.LocalLoadOp](ctx, op)
         return
-    operand = LdmatrixOperand(buf, ctx.lay(t), *rows, t.element_type, buffer_interval(ctx, op.src))
-    ctx.set(op.result, operand if _feeds_one_mma_dot(op.result) else operand.tensor(ctx))
+    buf, lay = ctx.get(op.src), ctx.lay(t)
+    place = (buf, lay, t.element_type, buffer_interval(ctx, op.src))
+    rows = _ldmatrix_rows(buf, lay, encoding.op_idx)
+    deferred = _feeds_one_mma_dot(op.result)
+    if rows is not None:
+        operand = LdmatrixOperand(*place, *rows)
+    elif deferred:
+        operand = SharedOperand(*place)
+    else:
+        CORE_RULES[ttg.LocalLoadOp](ctx, op)
+        return
+    ctx.set(op.result, operand if deferred else operand.tensor(ctx))
 
 
 @dataclass
-class LdmatrixOperand:
-    """A 16-bit dot operand in shared memory, read by one ldmatrix.x4 per register of `rows`
-    (the row addresses, from _ldmatrix_rows) the first time one of its registers is asked
-    for. A ttg.local_load whose only user is an MMA dot leaves this in place of its registers,
-    so the dot loads each K step's fragments just before that step's mma.sync (short live
-    ranges: the whole operand at once spills on large tiles); other local_loads read all of
-    it at once (`tensor`)."""
+class DeferredOperand:
+    """A dot operand in shared memory whose registers are loaded, a group at a time, the first
+    time one of them is asked for. A ttg.local_load whose only user is an MMA dot leaves this
+    in place of its registers, so the dot loads each K step's fragments just before that
+    step's mma.sync (short live ranges: the whole operand at once spills on large tiles);
+    other local_loads read all of it at once (`tensor`)."""
 
     buf: SmemBuf
     lay: Lay
-    rows: Lay
-    trans: bool
     elem: object
     interval: object
-    loaded: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.loaded: dict = {}
 
     def register(self, ctx, r: int):
-        outer = r >> 3  # registers (outer, matrix j, pair element): one ldmatrix per outer
-        if outer not in self.loaded:
+        group, index = self._group_of(r)
+        if group not in self.loaded:
             if not self.loaded:
                 ctx.smem_access(self.interval, write=False)
-            self.loaded[outer] = self._load(ctx, outer)
-        return self.loaded[outer][r & 7]
+            self.loaded[group] = self._load(ctx, group)
+        return self.loaded[group][index]
 
     def tensor(self, ctx) -> TV:
         return TV([self.register(ctx, r) for r in range(self.lay.nregs)], self.lay, self.elem)
+
+
+@dataclass
+class SharedOperand(DeferredOperand):
+    """Loaded with plain shared loads, one per run of registers at consecutive aligned
+    addresses (for an 8-bit operand stored K-contiguous: kWidth elements, one 32-bit word)."""
+
+    def _group_of(self, r: int) -> tuple[int, int]:
+        r = self.lay.reg_of_flat[self.lay.reg_flat[r]]  # the register holding r's element
+        run = vector_run(self.lay, self.buf)
+        return r - r % run, r % run
+
+    def _load(self, ctx, first: int) -> list:
+        b = ctx.b
+        coords = [ctx.coord(self.lay, first, d) for d in range(self.lay.rank)]
+        offset = b.mul(smem_offset(ctx, self.buf, coords), I32(smem_elem_bytes(self.elem)))
+        ptr = ctx.smem_ptr(b.add(base_offset(ctx, self.buf), offset))
+        return load_run(ctx, self.elem, vector_run(self.lay, self.buf), ptr)
+
+
+@dataclass
+class LdmatrixOperand(DeferredOperand):
+    """A 16-bit operand read by one ldmatrix.x4 per register of `rows` (the row addresses,
+    from _ldmatrix_rows)."""
+
+    rows: Lay = None
+    trans: bool = False
+
+    def _group_of(self, r: int) -> tuple[int, int]:
+        return r >> 3, r & 7  # registers (outer, matrix j, pair element): one ldmatrix per outer
 
     def _load(self, ctx, outer: int) -> list:
         b = ctx.b
         text = "ldmatrix.sync.aligned.m8n8.x4{}.shared.b16 {{$0,$1,$2,$3}}, [$4];".format(
             ".trans" if self.trans else ""
         )
-        offset = smem_offset(ctx, self.buf, [ctx.coord(self.rows, outer, d) for d in range(2)])
+        coords = [ctx.coord(self.rows, outer, d) for d in range(self.rows.rank)]
+        offset = smem_offset(ctx, self.buf, coords)
         ptr = ctx.smem_ptr(b.add(base_offset(ctx, self.buf), b.mul(offset, I32(2))))
         ret = ir.LiteralStructType([I32] * 4)
         res = ctx.asm(ret, text, "=r,=r,=r,=r,r", [b.ptrtoint(ptr, I32)], side_effect=True)
