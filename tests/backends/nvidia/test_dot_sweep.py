@@ -12,6 +12,8 @@ import pytest
 
 import kernellab as kl
 import kernellab.language as tl
+from kernellab.backends.nvidia.launcher import OutOfResources
+from kernellab.backends.nvidia.limits import DEVICE_LIMITS
 
 
 @kl.jit
@@ -70,6 +72,13 @@ def _label(case) -> str:
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 def test_dot_tile_compiles_on_the_form_its_pass_record_names(case, target):
     (bsz, m, n, k, warps), (elem, out, out_dtype, precision) = case
+    operand_bytes = (bsz or 1) * (m * k + k * n) * (8 if elem == "fp64" else 4)
+    if operand_bytes > DEVICE_LIMITS[target]["max_shared_per_block"]:  # refused while compiling
+        with pytest.raises(OutOfResources, match=f"shared memory on {target}"):
+            kl.compile(dot_tile_kernel, signature=f"*{elem},*{elem},*{out}", target=target,
+                       constexprs=dict(B=bsz, M=m, N=n, K=k, OUT=out_dtype, PRECISION=precision),
+                       num_warps=warps)  # fmt: skip
+        return
     ck = kl.compile(dot_tile_kernel, signature=f"*{elem},*{elem},*{out}", target=target,
                     constexprs=dict(B=bsz, M=m, N=n, K=k, OUT=out_dtype, PRECISION=precision),
                     num_warps=warps)  # fmt: skip
