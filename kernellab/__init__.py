@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 
+from kernellab.backends.typed_view import reinterpret
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.runtime import cdiv, next_power_of_2
 from kernellab.runtime.autotuner import Config, autotune, heuristics
@@ -65,5 +66,5 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 __all__ = [
     "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
-    "heuristics", "cdiv", "next_power_of_2", "testing", "language", "lab",
+    "heuristics", "cdiv", "next_power_of_2", "reinterpret", "testing", "language", "lab",
 ]  # fmt: skip

@@ -29,7 +29,7 @@ def test_dtype_classification_tuples_match_triton():
     assert list(tl.dtype.OTHER_TYPES) == TRITON_OTHER_TYPES
     # the float formats kernellab carries, each one of Triton's, in Triton's order
     assert list(tl.dtype.FP_TYPES) == [t for t in TRITON_FP_TYPES if t in tl.dtype.FP_TYPES]
-    assert {"fp8e4nv", "fp8e5", *TRITON_STANDARD_FP_TYPES} == set(tl.dtype.FP_TYPES)
+    assert {"fp8e4nv", "fp8e5", "fp8e4b8", "fp8e5b16", *TRITON_STANDARD_FP_TYPES} == set(tl.dtype.FP_TYPES)
 
 
 def test_every_listed_name_is_a_dtype_and_classifies_as_triton_does():

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 
+from kernellab.backends.typed_view import ReinterpretedTensor
 from kernellab.language import core as tl
 
 # numpy dtype → signature spelling of the pointee
@@ -32,6 +33,8 @@ _POINTEE = {
     np.dtype(ml_dtypes.bfloat16): "bf16",
     np.dtype(ml_dtypes.float8_e4m3fn): "fp8e4nv",
     np.dtype(ml_dtypes.float8_e5m2): "fp8e5",
+    np.dtype(ml_dtypes.float8_e4m3fnuz): "fp8e4b8",
+    np.dtype(ml_dtypes.float8_e5m2fnuz): "fp8e5b16",
 }  # fmt: skip
 
 _INT_RANGES = (("i32", -(2**31), 2**31), ("i64", -(2**63), 2**63), ("u64", 0, 2**64))
@@ -76,21 +79,29 @@ def _array(a: np.ndarray, specialize: bool, align: bool) -> tuple[Key, np.ndarra
     return ("*" + pointee_name(a.dtype), aligned), flat_buffer(a)
 
 
-def _torch_to_numpy(t) -> np.ndarray:
-    """A numpy array sharing memory with a CPU torch tensor (bf16/fp8 reinterpreted via ml_dtypes)."""
-    import torch
+# torch dtypes whose tensors `.numpy()` refuses (bf16, fp8) or supports only in recent torch
+# releases (uint16/32/64): viewed as a signed integer of the same width, then as numpy's dtype.
+_THROUGH_INT = {
+    "bfloat16": ("int16", ml_dtypes.bfloat16),
+    "float8_e4m3fn": ("int8", ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": ("int8", ml_dtypes.float8_e5m2),
+    "float8_e4m3fnuz": ("int8", ml_dtypes.float8_e4m3fnuz),
+    "float8_e5m2fnuz": ("int8", ml_dtypes.float8_e5m2fnuz),
+    "uint16": ("int16", np.uint16),
+    "uint32": ("int32", np.uint32),
+    "uint64": ("int64", np.uint64),
+}  # fmt: skip
 
+
+def _torch_to_numpy(t) -> np.ndarray:
+    """A numpy array sharing memory with a CPU torch tensor, of the same element type."""
     if t.device.type != "cpu":
         raise ArgumentError(f"a torch tensor on {t.device} has no numpy view; this needs a CPU tensor")
     t = t.detach()
-    reinterpret = {
-        torch.bfloat16: (torch.int16, ml_dtypes.bfloat16),
-        getattr(torch, "float8_e4m3fn", None): (torch.uint8, ml_dtypes.float8_e4m3fn),
-        getattr(torch, "float8_e5m2", None): (torch.uint8, ml_dtypes.float8_e5m2),
-    }
-    if t.dtype in reinterpret:
-        as_int, np_dtype = reinterpret[t.dtype]
-        return t.view(as_int).numpy().view(np_dtype)
+    through = _THROUGH_INT.get(str(t.dtype).rsplit(".", 1)[-1])
+    if through is not None:
+        as_int, np_dtype = through
+        return t.view(getattr(sys.modules["torch"], as_int)).numpy().view(np_dtype)
     return t.numpy()
 
 
@@ -100,6 +111,7 @@ _TORCH_POINTEE = {
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
     "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+    "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16",
 }  # fmt: skip
 _torch_pointee_cache: dict = {}
 
@@ -174,6 +186,26 @@ def _dlpack(obj, specialize: bool, align: bool) -> tuple[Key, object]:
     return _torch(torch.from_dlpack(obj), specialize, align)
 
 
+_NUMPY_OF = {name: dt for dt, name in _POINTEE.items()}
+
+
+def _reinterpreted(view: ReinterpretedTensor, spec: bool, align: bool) -> tuple[Key, object]:
+    """A typed view: its base's key with the pointee replaced (GPU), or the base's bytes viewed
+    as the new dtype (CPU: the interpreter reads and writes the base's memory)."""
+    pointee = tl.signature_name(view.dtype)
+    key, value = specialize(view.base, spec, align)
+    if not (isinstance(key[0], str) and key[0][:1] == "*"):
+        raise ArgumentError(f"reinterpret views arrays, not {type(view.base).__name__} values")
+    if is_gpu_key(key):
+        return ("*" + pointee, *key[1:]), value
+    np_dtype = _NUMPY_OF[pointee]
+    if value.nbytes % np_dtype.itemsize:
+        raise ArgumentError(
+            f"reinterpret: {value.nbytes} bytes are not a whole number of {view.dtype!r} elements"
+        )
+    return ("*" + pointee, key[1]), value.view(np.uint8).view(np_dtype)
+
+
 def _int(v: int, specialize: bool, align: bool) -> tuple[Key, int]:
     if -0x80000000 <= v <= 0x7FFFFFFF and v != 1:  # the common case first
         return ("i32", specialize and align and not v & 15), v
@@ -221,7 +253,7 @@ def _constexpr(v: tl.constexpr, specialize: bool, align: bool) -> tuple[Key, obj
 Handler = Callable[[object, bool, bool], tuple[Key, object]]
 _HANDLERS: dict[type, Handler] = {
     np.ndarray: _array, int: _int, float: _float, bool: _bool, type(None): _none,
-    np.bool_: _bool, tl.constexpr: _constexpr,
+    np.bool_: _bool, tl.constexpr: _constexpr, ReinterpretedTensor: _reinterpreted,
 }  # fmt: skip
 
 
@@ -294,6 +326,12 @@ def as_numpy(value) -> np.ndarray | None:
     (scalars, and GPU arrays, which have no numpy view)."""
     if isinstance(value, np.ndarray):
         return value
+    if isinstance(value, ReinterpretedTensor):
+        base = as_numpy(value.base)
+        if base is None:
+            return None
+        typed = _NUMPY_OF[tl.signature_name(value.dtype)]
+        return base.view(typed) if typed.itemsize == base.itemsize else _reinterpreted(value, False, False)[1]
     handler = _HANDLERS.get(type(value)) or _resolve(type(value))
     if handler is _torch:
         return _torch_to_numpy(value) if value.get_device() < 0 else None

@@ -46,7 +46,8 @@ def _ir_type_spelling(t) -> str:
     names = {
         builtin.Float16Type: "fp16", builtin.BFloat16Type: "bf16", builtin.Float32Type: "fp32",
         builtin.Float64Type: "fp64", builtin.Float8E4M3FNType: "fp8e4nv",
-        builtin.Float8E5M2Type: "fp8e5",
+        builtin.Float8E5M2Type: "fp8e5", builtin.Float8E4M3FNUZType: "fp8e4b8",
+        builtin.Float8E5M2FNUZType: "fp8e5b16",
     }  # fmt: skip
     return names.get(type(t), str(t))
 

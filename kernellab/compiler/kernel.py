@@ -120,6 +120,41 @@ class CompiledKernel:
     def on_gpu(self) -> bool:
         return self.metadata.target.startswith("sm_")
 
+    # -- Triton's handle API: `_init_handles()`, then `n_regs`, `n_spills`, `n_max_threads` ------
+
+    def _init_handles(self) -> None:
+        """Load the kernel and read its resources, as Triton's tutorials do before sizing a
+        persistent grid from registers and shared memory. A GPU kernel is loaded onto its
+        device. An interpreter kernel answers as `driver.active` does (the visible GPU, else the
+        default target, sm_90): its TTIR is compiled once for that target (no GPU needed) and the
+        registers, spills and shared memory of that compile fill this kernel's metadata."""
+        if self.on_gpu:
+            self._launcher or self._get_launcher()
+            return
+        if self.metadata.registers is not None:
+            return
+        from kernellab.compiler import compile
+
+        options = {k: v for k, v in self.metadata.options.as_dict().items() if k != "target"}
+        gpu = compile(self.asm["ttir"], target="cuda", **options).metadata  # sm_90 without a GPU
+        self.metadata.record({"shared": gpu.shared, "registers": gpu.registers, "spills": gpu.spills,
+                              "max_threads": gpu.max_threads, "resources_of": gpu.target})  # fmt: skip
+
+    @property
+    def n_regs(self) -> int:
+        self._init_handles()
+        return self.metadata.registers
+
+    @property
+    def n_spills(self) -> int:
+        self._init_handles()
+        return self.metadata.spills
+
+    @property
+    def n_max_threads(self) -> int:
+        self._init_handles()
+        return self.metadata.max_threads
+
     def run(self, grid, *args, trace=None):
         """Launch on `grid` (arrays are written in place).
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2FNUZType,
     Float8E5M2Type,
     Float16Type,
     Float32Type,
@@ -24,6 +26,8 @@ from kernellab.language import core as tl
 _FLOATS = {
     "fp8e4nv": Float8E4M3FNType,
     "fp8e5": Float8E5M2Type,
+    "fp8e4b8": Float8E4M3FNUZType,
+    "fp8e5b16": Float8E5M2FNUZType,
     "fp16": Float16Type,
     "bf16": BFloat16Type,
     "fp32": Float32Type,

@@ -14,20 +14,23 @@ class dtype:
     """A scalar element type (`tl.float32`, `tl.int8`, ...). Compare with `==`; print as Triton."""
 
     # Triton's classification tuples, by name, over the dtypes kernellab carries (Triton's
-    # FP_TYPES also lists fp8e4b15 and AMD's fp8e4b8/fp8e5b16, which kernellab has not).
+    # FP_TYPES also lists fp8e4b15, which kernellab has not). fp8e4b8 and fp8e5b16 are the
+    # "fnuz" formats of torch.float8_e4m3fnuz / float8_e5m2fnuz (no -0, one NaN, no inf).
     SINT_TYPES = ("int8", "int16", "int32", "int64")
     UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
-    FP_TYPES = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
+    FP_TYPES = ("fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
+    FP8_TYPES = ("fp8e4nv", "fp8e5", "fp8e4b8", "fp8e5b16")
     STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
     OTHER_TYPES = ("void",)
     _BITS = {
         "int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64,
         "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
-        "fp8e4nv": 8, "fp8e5": 8, "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64,
+        "fp8e4nv": 8, "fp8e5": 8, "fp8e4b8": 8, "fp8e5b16": 8, "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64,
     }  # fmt: skip
     # (exponent bits, mantissa bits, exponent bias) of each float format
     _FP_LAYOUT = {
-        "fp8e4nv": (4, 3, 7), "fp8e5": (5, 2, 15), "fp16": (5, 10, 15),
+        "fp8e4nv": (4, 3, 7), "fp8e5": (5, 2, 15), "fp8e4b8": (4, 3, 8), "fp8e5b16": (5, 2, 16),
+        "fp16": (5, 10, 15),
         "bf16": (8, 7, 127), "fp32": (8, 23, 127), "fp64": (11, 52, 1023),
     }  # fmt: skip
 
@@ -80,7 +83,7 @@ class dtype:
         return self.name == "int1"
 
     def is_fp8(self) -> bool:
-        return self.name in ("fp8e4nv", "fp8e5")
+        return self.name in self.FP8_TYPES
 
     def is_ptr(self) -> bool:
         return False
@@ -203,7 +206,8 @@ class block_type(dtype):
     __str__ = __repr__
 
 
-_PUBLIC_NAME = {"fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp16": "float16",
+_PUBLIC_NAME = {"fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp8e4b8": "float8e4b8",
+                "fp8e5b16": "float8e5b16", "fp16": "float16",
                 "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}  # fmt: skip
 
 void = dtype("void")
@@ -218,6 +222,8 @@ uint32 = dtype("uint32")
 uint64 = dtype("uint64")
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
+float8e4b8 = dtype("fp8e4b8")
+float8e5b16 = dtype("fp8e5b16")
 float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
@@ -228,7 +234,8 @@ pi32_t = pointer_type(int32)
 _SIGNATURE_NAMES = {
     "i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64,
     "u1": int1, "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
-    "fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp16": float16, "bf16": bfloat16,
+    "fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp8e4b8": float8e4b8, "fp8e5b16": float8e5b16,
+    "fp16": float16, "bf16": bfloat16,
     "fp32": float32, "f32": float32, "fp64": float64, "B": int1,
 }  # fmt: skip
 _ALIASES = ("u1", "f32", "B")  # other spellings of int1 and fp32

@@ -22,6 +22,8 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
     Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2FNUZType,
     Float8E5M2Type,
     Float16Type,
     Float32Type,
@@ -43,10 +45,13 @@ _FLOAT_DTYPES = {
     Float64Type: np.dtype(np.float64),
     Float8E4M3FNType: np.dtype(ml_dtypes.float8_e4m3fn),
     Float8E5M2Type: np.dtype(ml_dtypes.float8_e5m2),
+    Float8E4M3FNUZType: np.dtype(ml_dtypes.float8_e4m3fnuz),
+    Float8E5M2FNUZType: np.dtype(ml_dtypes.float8_e5m2fnuz),
 }
 _INT_DTYPES = {1: np.int8, 8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 _NARROW_FLOATS = {
-    _FLOAT_DTYPES[t] for t in (Float16Type, BFloat16Type, Float8E4M3FNType, Float8E5M2Type)
+    _FLOAT_DTYPES[t]
+    for t in (Float16Type, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float8E4M3FNUZType, Float8E5M2FNUZType)
 }
 
 

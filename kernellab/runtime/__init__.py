@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from kernellab.runtime import driver
+from kernellab.runtime import driver, launch_hooks
 
 
 def cdiv(x: int, y: int) -> int:
@@ -17,4 +17,4 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-__all__ = ["cdiv", "driver", "next_power_of_2"]
+__all__ = ["cdiv", "driver", "launch_hooks", "next_power_of_2"]

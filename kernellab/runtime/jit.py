@@ -38,6 +38,8 @@ from kernellab.backends.options import OPTION_NAMES
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.language import core as tl
 from kernellab.language.signature import Signature
+from kernellab.runtime import launch_hooks
+from kernellab.runtime.launch_hooks import ENTER_HOOKS
 
 _MISSING = inspect.Parameter.empty
 _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
@@ -313,8 +315,15 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         do_not_specialize_on_alignment=(),
         noinline: bool = False,
         debug: bool | None = None,
+        launch_metadata=None,
     ):
         tl.KernelFunction.__init__(self, fn, noinline=noinline)
+        if launch_metadata is not None and not callable(launch_metadata):
+            raise TypeError(
+                f"{fn.__name__}: launch_metadata must be a function (grid, kernel, args) -> dict, "
+                f"not {type(launch_metadata).__name__}"
+            )
+        self.launch_metadata = launch_metadata
         self.binder = Binder(self, do_not_specialize, do_not_specialize_on_alignment)
         self.debug = debug
         self.cache: dict[tuple, CompiledKernel] = {}
@@ -335,6 +344,8 @@ class JITFunction(KernelInterface, tl.KernelFunction):
     def _launch_on(self, grid, *args, **kwargs) -> CompiledKernel:
         """`kernel[grid](*args, **kwargs)`. The warm path: a flat key from the arguments
         (Binder.fast), one dict lookup, one launch; anything else goes through `_slow`."""
+        if ENTER_HOOKS:  # a profiler listens: every launch goes through `_slow`, which tells it
+            return self._slow(grid, args, kwargs, False)
         fast = self._fast(args, kwargs)
         if fast is not None:
             try:
@@ -382,7 +393,11 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
         if callable(grid):
             grid = grid(self.binder.meta(bound))
-        kernel.launch(bound.args, normalize_grid(grid), None, where)
+        grid = normalize_grid(grid)
+        if ENTER_HOOKS:
+            args_by_name = self.binder.meta(bound)
+            launch_hooks.notify(launch_hooks.describe(self.launch_metadata, grid, kernel, args_by_name))
+        kernel.launch(bound.args, grid, None, where)
         return kernel
 
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
@@ -412,12 +427,17 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         return f"JITFunction({self.__module__}:{self.__qualname__})"
 
 
-def jit(fn=None, *, do_not_specialize=(), do_not_specialize_on_alignment=(), noinline=False, debug=None):
+def jit(
+    fn=None, *, do_not_specialize=(), do_not_specialize_on_alignment=(), noinline=False, debug=None,
+    launch_metadata=None,
+):  # fmt: skip
     """Make a Python function in the block language a launchable kernel (`@kl.jit` or `@kl.jit(...)`).
 
     `do_not_specialize` names parameters (or their positions) whose integer values should not
     specialize the kernel (no equal-to-1 / divisible-by-16 variants); `noinline` keeps a called
-    kernel function as a call until the inliner runs.
+    kernel function as a call until the inliner runs; `launch_metadata(grid, kernel, args)`
+    returns a dict (name, flops, bytes, ...) describing a launch to the launch hooks
+    (runtime/launch_hooks.py), as Triton's does for its profiler.
     """
 
     def decorate(f) -> JITFunction:
@@ -427,6 +447,7 @@ def jit(fn=None, *, do_not_specialize=(), do_not_specialize_on_alignment=(), noi
             do_not_specialize_on_alignment=do_not_specialize_on_alignment,
             noinline=noinline,
             debug=debug,
+            launch_metadata=launch_metadata,
         )
 
     return decorate if fn is None else decorate(fn)

@@ -99,3 +99,27 @@ def test_a_real_gpu_matches_torch():
     major, minor = torch.cuda.get_device_capability(index)
     assert driver.active.get_current_target().arch == major * 10 + minor
     assert driver.active.get_active_torch_device() == torch.device("cuda", index)
+
+
+def test_init_handles_gives_an_interpreter_kernel_the_resources_of_the_active_target(rng):
+    """Tutorial 02 sizes its grid from `kernel.n_regs` and `kernel.metadata.shared` after
+    `warmup`: on the interpreter they are those of the compile for driver.active's target."""
+    import numpy as np
+
+    import kernellab as kl
+    import kernellab.language as tl
+
+    @kl.jit
+    def row_max(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+        tl.store(x_ptr + offs, x - tl.max(x, 0), mask=offs < n)
+
+    x = rng.random(100, dtype=np.float32)
+    kernel = row_max.warmup(x, 100, BLOCK=128, num_warps=8, grid=(1,))
+    assert kernel.metadata.target == "interpreter" and kernel.metadata.registers is None
+    kernel._init_handles()
+    gpu = kl.compile(row_max, signature="*fp32,i32", constexprs={"BLOCK": 128}, num_warps=8, target="cuda")
+    assert kernel.n_regs == gpu.metadata.registers > 0 and kernel.n_spills == gpu.metadata.spills
+    assert kernel.metadata.shared == gpu.metadata.shared > 0  # the cross-warp max goes through shared memory
+    assert kernel.metadata["resources_of"] == gpu.metadata.target

@@ -17,7 +17,9 @@ from kernellab.ir import tt
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FP8E4 = np.dtype(ml_dtypes.float8_e4m3fn)
 FP8E5 = np.dtype(ml_dtypes.float8_e5m2)
-NARROW_FLOATS = (BF16, FP8E4, FP8E5)
+FP8E4B8 = np.dtype(ml_dtypes.float8_e4m3fnuz)
+FP8E5B16 = np.dtype(ml_dtypes.float8_e5m2fnuz)
+NARROW_FLOATS = (BF16, FP8E4, FP8E5, FP8E4B8, FP8E5B16)
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)
@@ -29,11 +31,13 @@ _FLOATS = {
     builtin.Float64Type: F64,
     builtin.Float8E4M3FNType: FP8E4,
     builtin.Float8E5M2Type: FP8E5,
+    builtin.Float8E4M3FNUZType: FP8E4B8,
+    builtin.Float8E5M2FNUZType: FP8E5B16,
 }
 _INTS = {1: np.dtype(np.bool_), 8: np.dtype(np.int8), 16: np.dtype(np.int16),
          32: np.dtype(np.int32), 64: np.dtype(np.int64)}  # fmt: skip
 # Largest finite value of each fp8 format: conversions saturate to it (PTX `.satfinite`).
-FP8_MAX = {FP8E4: 448.0, FP8E5: 57344.0}
+FP8_MAX = {FP8E4: 448.0, FP8E5: 57344.0, FP8E4B8: 240.0, FP8E5B16: 57344.0}
 
 
 def np_dtype(t: Attribute) -> np.dtype:

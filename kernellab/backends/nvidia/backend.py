@@ -109,7 +109,28 @@ def make_options(target: str, **fields) -> NvidiaOptions:
 def _ttgir_stage(module, options) -> StageOutput:
     from kernellab.backends.nvidia.pipeline import make_ttgir
 
+    _refuse_amd_fp8(module)
     return module_stage_output(module, make_ttgir(module, options))
+
+
+def _refuse_amd_fp8(module) -> None:
+    """NVIDIA GPUs have no conversions for the fnuz fp8 formats (AMD's, as in Triton, whose CUDA
+    backend refuses them too); the interpreter runs such kernels."""
+    from xdsl.dialects import builtin
+
+    from kernellab.ir.tt import element_type
+
+    fnuz = {builtin.Float8E4M3FNUZType: "fp8e4b8", builtin.Float8E5M2FNUZType: "fp8e5b16"}
+    for op in module.walk():
+        for value in (*op.operands, *op.results):
+            t = element_type(value.type)
+            name = fnuz.get(type(getattr(t, "pointee", t)))  # fnuz values or pointers to them
+            if name is not None:
+                raise ValueError(
+                    f"{name} (torch's float8_{'e4m3' if name == 'fp8e4b8' else 'e5m2'}fnuz, an AMD "
+                    "format) has no NVIDIA lowering; run the kernel on the interpreter (CPU "
+                    "tensors or numpy arrays) or use fp8e4nv / fp8e5 (float8_e4m3fn / float8_e5m2)"
+                )
 
 
 def _llir_stage(module, options) -> StageOutput:
