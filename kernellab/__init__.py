@@ -36,6 +36,7 @@ _LAZY = {
     "testing": None,
     "language": None,
     "lab": None,
+    "profiler": None,
 }
 
 

@@ -25,6 +25,7 @@ _LAZY = {
     "swizzle": "kernellab.lab.widgets",
     "tile_order": "kernellab.lab.widgets",
     "access_view": "kernellab.lab.widgets",
+    "ProfileView": "kernellab.lab.widgets",
     "dataflow_graph": "kernellab.lab.graphs",
     "pipeline_graph": "kernellab.lab.graphs",
 }

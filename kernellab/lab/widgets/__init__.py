@@ -4,6 +4,7 @@
 - `swizzle(...)`      shared-memory banks and conflicts, before and after swizzling
 - `tile_order(...)`   row-major vs grouped program order of a matmul, block loads, L2 hit rate
 - `access_view(...)`  the elements each program loads and stores (interpreter traces)
+- `ProfileView(...)`  a kernellab.profiler profile: table and flame chart (`kl.profiler.show()`)
 
 Each explorer's drawing data comes from a pure function of its module (usable and tested
 without a display); displaying one shows the live widget plus a static HTML snapshot that a
@@ -12,6 +13,7 @@ saved notebook keeps. ipywidgets and matplotlib are imported only when an explor
 
 from kernellab.lab.widgets.access import access_summary, access_view
 from kernellab.lab.widgets.layout_explorer import layout, layout_table
+from kernellab.lab.widgets.profile_view import ProfileView, flame_boxes, profile_rows
 from kernellab.lab.widgets.swizzle_explorer import swizzle, swizzle_data
 from kernellab.lab.widgets.tile_order_explorer import (
     block_loads,
@@ -24,8 +26,11 @@ __all__ = [
     "access_summary",
     "access_view",
     "block_loads",
+    "flame_boxes",
     "layout",
     "layout_table",
+    "ProfileView",
+    "profile_rows",
     "program_order",
     "simulate_l2",
     "swizzle",
