@@ -33,6 +33,7 @@ EXPECTED = [
     "04-layouts-and-swizzling",
     "05-inside-the-compiler",
     "06-debugging",
+    "11-profiling",
 ]
 MIME = "application/vnd.kernellab.compile+json"
 CELL_TIMEOUT = 180  # seconds; every cell takes a few at most on two cores
@@ -237,6 +238,16 @@ def check_06(nb, text):
     assert "row sums right? False" in text
 
 
+def check_11(nb, text):
+    clock = "GPU time" if "kernels run on the interpreter" not in text else "interpreter time"
+    assert f"{clock} (ms)" in text
+    assert "matmul_kernel [M=" in text and "tflop16/s" in text  # named by its launch_metadata
+    assert "schema kernellab.profile/1" in text and "TFLOP/s" in text
+    assert "rows sum to 1: True" in text
+    assert re.search(r"^\s+softmax_kernel \[kernel\]\s+3 ", text, re.MULTILINE)  # under step/softmax
+    assert "image/png" in mimetypes_of(nb) or "data:image/png" in str(nb)  # the flame charts
+
+
 CHECKS = {
     "01-vector-add": check_01,
     "02-fused-softmax": check_02,
@@ -244,4 +255,5 @@ CHECKS = {
     "04-layouts-and-swizzling": check_04,
     "05-inside-the-compiler": check_05,
     "06-debugging": check_06,
+    "11-profiling": check_11,
 }

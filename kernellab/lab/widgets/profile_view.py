@@ -90,6 +90,14 @@ def caption(record: dict) -> str:
     return f"profile {record['name']!r}: {total:.3f} ms in all; {where}"
 
 
+def _text_colour(background) -> str:
+    """Black on light boxes, white on dark ones (the viridis end of the scale)."""
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(background)
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
 def _format(value) -> str:
     return f"{value:,.3f}" if isinstance(value, float) else str(value)
 
@@ -164,7 +172,7 @@ class ProfileView:
             ax.barh(-box.depth, width, left=left, height=0.9, color=colour, edgecolor="white")
             if box.width / total > 0.08:
                 ax.text(left + width / 2, -box.depth, box.name, ha="center", va="center",
-                        fontsize=8, clip_on=True)  # fmt: skip
+                        fontsize=8, clip_on=True, color=_text_colour(colour))  # fmt: skip
         depth = max(b.depth for b in boxes)
         ax.set_ylim(-depth - 0.6, 0.6)
         ax.set_yticks([])
