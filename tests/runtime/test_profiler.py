@@ -291,3 +291,28 @@ def test_a_matmul_scope_reaches_a_sane_tflops_on_the_gpu():
     assert node["clock"] == "cuda" and node["count"] == 10
     assert 50 < tflops < 2000, f"{tflops:.1f} TFLOP/s is no fp16 matmul on an H100/H200"
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5)
+
+
+def test_the_viewer_prints_the_tree_tutorial_09_asks_for(rng, capsys):
+    import kernellab.profiler.viewer as proton_viewer
+
+    n = int(rng.integers(100, 400))
+    proton.start("viewed", hook="triton")
+    for _ in range(2):
+        with proton.scope("add scope", {"flops16": 4 * n}):
+            launch_add(rng, n)
+    proton.finalize()
+    tree, metrics = proton_viewer.parse(["tflop16/s", "time/ms", "count"], "viewed.hatchet")
+    assert metrics == ["tflop16/s", "time/ms", "count"] and tree["name"] == "viewed"
+    proton_viewer.print_tree(tree, metrics)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "viewed: interpreter time (wall clock)"
+    scope = child(tree["tree"], "add scope")
+    rate, ms, count, name = lines[2].split(maxsplit=3)
+    assert name == "add scope" and int(count) == 2
+    assert float(ms) == pytest.approx(scope["time_ns"] / 1e6, rel=1e-5)
+    assert float(rate) == pytest.approx(8 * n / scope["time_ns"] * 1e-3, rel=1e-5)
+    rate, ms, count, name = lines[3].split(maxsplit=3)
+    assert (rate, int(count), name) == ("-", 2, f"add [n={n}]")  # no flops16 named
+    with pytest.raises(ValueError, match="knows"):
+        proton_viewer.parse(["speed"], "viewed.json")

@@ -11,7 +11,8 @@
 It measures per-scope GPU time with CUDA events (kernels, torch and cuBLAS work inside a scope)
 and each kernellab launch's own time; without a GPU, interpreter wall-clock time, labelled so.
 The measuring core is `kernellab.runtime.profiler`; the display is
-`kernellab.lab.widgets.profile_view` (loaded only by `show`). File schema: docs/profiler.md.
+`kernellab.lab.widgets.profile_view` (loaded only by `show`); `kernellab.profiler.viewer` has
+proton-viewer's `parse` and `print_tree` for scripts. File schema: docs/profiler.md.
 """
 
 from __future__ import annotations
