@@ -17,19 +17,9 @@ proton-viewer's `parse` and `print_tree` for scripts. File schema: docs/profiler
 
 from __future__ import annotations
 
-from kernellab.runtime.profiler import (
-    SCHEMA,
-    THROUGHPUT,
-    activate,
-    deactivate,
-    enter_scope,
-    exit_scope,
-    finalize,
-    read,
-    scope,
-    start,
-    walk,
-)
+from kernellab.runtime.profiler import *  # noqa: F403 (proton's calls, SCHEMA, THROUGHPUT, walk)
+from kernellab.runtime.profiler import __all__ as _CORE
+from kernellab.runtime.profiler import read
 
 
 def show(source: int | str | dict | None = None, metric: str | None = None):
@@ -42,7 +32,4 @@ def show(source: int | str | dict | None = None, metric: str | None = None):
     return ProfileView(record, metric=metric)
 
 
-__all__ = [
-    "start", "activate", "deactivate", "finalize", "read", "show", "scope", "enter_scope",
-    "exit_scope", "SCHEMA", "THROUGHPUT", "walk",
-]  # fmt: skip
+__all__ = [*_CORE, "show"]
