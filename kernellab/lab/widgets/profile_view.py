@@ -153,8 +153,9 @@ class ProfileView:
         boxes = flame_boxes(self.record)
         ax = fig.add_subplot(1, 1, 1)
         total = boxes[0].width or 1.0
-        rates = {r["path"]: r.get(self.metric) for r in self.rows} if self.metric else {}
-        values = [v for v in rates.values() if v]
+        # boxes after the root come in the rows' order (both depth first)
+        rates = [None] + [r.get(self.metric) if self.metric else None for r in self.rows]
+        values = [v for v in rates if v]
         cmap = None
         if values:
             from matplotlib import cm, colors
@@ -162,9 +163,7 @@ class ProfileView:
             norm = colors.Normalize(0, max(values))
             cmap = cm.ScalarMappable(norm, "viridis")
             fig.colorbar(cmap, ax=ax, label=self.metric, fraction=0.04)
-        paths = [r["path"] for r in self.rows]
-        for box, path in zip(boxes, [None, *paths]):
-            rate = rates.get(path) if path else None
+        for box, rate in zip(boxes, rates):
             colour = KIND_COLOUR.get(box.kind, "#cccccc")
             if cmap is not None and rate:
                 colour = cmap.to_rgba(rate)

@@ -7,8 +7,8 @@
         matmul(a, b)                             # a kernel node under the scope
     proton.finalize()                            # writes matmul.json
 
-Scopes form one stack (the shadow context): a node's path is the names of the scopes open
-around it. Every active session records each scope entered and each kernellab launch made
+Scopes form one stack per process (the shadow context): a node's path is the names of the
+scopes open around it. Every active session records each scope entered and each kernellab launch made
 while it is active: a scope gets CUDA events on the current stream at entry and exit (so torch
 and cuBLAS work inside it counts), a launch gets events on its launch stream around it; without
 a GPU both get wall-clock time, labelled interpreter time. Nothing waits for the GPU until a
@@ -48,22 +48,25 @@ class _Frame:
 
 @dataclass(eq=False)
 class Session:
+    """One profile being recorded: its tree, whether it records now, the scopes it is timing."""
+
     id: int
-    name: str
+    name: str  # the output path without extension
     hook: str | None
     active: bool = True
-    root: Node = None
+    root: Node = field(init=False)
     open: dict = field(default_factory=dict)  # frame id → the Node of each scope it times
     devices: set = field(default_factory=set)
 
     def __post_init__(self):
         self.root = Node(os.path.basename(self.name), "root")
 
-    def node(self, kind: str, leaf: str) -> Node:
+    def here(self) -> Node:
+        """The node of the scopes open now (the root when none is)."""
         node = self.root
         for frame in _stack:
             node = node.child(frame.name, "scope")
-        return node.child(leaf, kind) if kind == "kernel" else node
+        return node
 
     def record(self) -> dict:
         device = None
@@ -185,7 +188,8 @@ def read(source: int | str | None = None) -> dict:
 
 def enter_scope(name: str, *, triton_op: bool = False, metrics: dict | None = None) -> int:
     """Open a scope named `name` (metrics such as {"flops": ..., "bytes": ...} are added to it);
-    returns the scope's id."""
+    returns the scope's id. (`triton_op` is proton's flag for scopes its compiler opens; it
+    changes nothing here.)"""
     metrics = check_metrics(metrics, f"scope {name!r}")
     frame = _Frame(next(_ids), str(name))
     _stack.append(frame)
@@ -193,7 +197,7 @@ def enter_scope(name: str, *, triton_op: bool = False, metrics: dict | None = No
     if active:
         interval = clocks.Interval(clocks.scope_stream())
         for s in active:
-            node = s.node("scope", frame.name)
+            node = s.here()
             node.count += 1
             node.add(metrics)
             node.intervals.append(interval)
@@ -262,7 +266,7 @@ def _on_launch(launch: Launch):
                 {k: v for k, v in launch.metadata.items() if k != "name"},
                 f"launch_metadata of {launch.kernel.name}",
             )
-        node = s.node("kernel", name)
+        node = s.here().child(name, "kernel")
         node.count += 1
         node.add(metrics)
         node.intervals.append(interval)
