@@ -14,7 +14,7 @@ import kernellab.language as tl
 import kernellab.profiler as proton
 from kernellab.examples import matmul_kernel
 from kernellab.runtime.launch_hooks import ENTER_HOOKS
-from kernellab.runtime.profiler import sessions
+from kernellab.runtime.profiler import clocks, sessions
 
 
 def add_metadata(grid, kernel, args):
@@ -32,8 +32,10 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 @pytest.fixture(autouse=True)
 def fresh_profiler(tmp_path, monkeypatch):
-    """Each test writes its files in its own folder and leaves no session or hook behind."""
+    """Each test writes its files in its own folder and leaves no session, hook or (stand-in)
+    event behind."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(clocks, "_free_events", {})
     yield
     leftover = list(sessions._sessions)
     sessions._sessions.clear()
@@ -236,6 +238,90 @@ def test_tutorial_09_style_calls_profile_a_matmul_on_the_interpreter(rng):
         assert node["derived"]["tflop/s"] == pytest.approx(2 * M * N * K / node["time_ns"] * 1e-3)
 
 
+# -- the CUDA-event path, on a stand-in driver ------------------------------------------------
+
+
+class FakeEvent:
+    pass
+
+
+class FakeDriver:
+    """Events that read a clock advancing 1.5 ms per record; counts the calls made."""
+
+    def __init__(self):
+        self.calls, self.now = [], 0.0
+
+    def available(self):
+        return True
+
+    def current_device_index(self):
+        return 0
+
+    def make_current(self, index):
+        assert index == 0
+
+    def device_info(self, index):
+        return type("Info", (), {"name": "Fake GPU"})
+
+    def call(self, name, *args):
+        self.calls.append(name)
+        if name == "cuEventCreate":
+            return FakeEvent()
+        if name == "cuEventRecord":
+            self.now += 1.5
+            args[0].ms, args[0].stream = self.now, args[1]
+        if name == "cuEventElapsedTime":
+            return args[1].ms - args[0].ms
+        return None
+
+
+def test_scopes_and_gpu_launches_are_timed_by_events_read_only_at_the_end(monkeypatch):
+    from kernellab.runtime.launch_hooks import Launch
+
+    fake = FakeDriver()
+    monkeypatch.setattr(clocks, "_driver", lambda: fake)
+    proton.start("events", hook="triton")
+    with proton.scope("outer", {"bytes": 3_000_000}):  # records at 1.5 and (last) 7.5 ms
+        with proton.scope("inner"):  # 3.0 and 6.0 ms
+            kernel = type("CompiledKernel", (), {"name": "k"})
+            launch = Launch("k [n=8]", (1, 1, 1), kernel, {}, {"flops": 9}, where=(0, False))
+            done = sessions._on_launch(launch)  # what the JIT does around a GPU launch: 4.5 ms
+            done()  # 6.0 ms
+    assert "cuEventSynchronize" not in fake.calls  # recording never waits for the GPU
+    assert fake.calls.count("cuEventCreate") == 6
+    proton.finalize()
+    record = proton.read("events.json")
+    assert (record["clock"], record["device"]) == ("cuda", "Fake GPU")
+    outer = child(record["tree"], "outer")
+    inner = child(outer, "inner")
+    kernel = child(inner, "k [n=8]")
+    assert (outer["time_ns"], inner["time_ns"], kernel["time_ns"]) == (7_500_000, 4_500_000, 1_500_000)
+    assert all(n["clock"] == "cuda" for n in (outer, inner, kernel))
+    assert outer["derived"] == {"gbyte/s": pytest.approx(0.4)}
+    assert kernel["derived"] == {"tflop/s": pytest.approx(9 / 1.5e6 * 1e-3)}
+
+    created = fake.calls.count("cuEventCreate")
+    proton.start("again")
+    with proton.scope("reused"):
+        pass
+    proton.finalize()
+    assert fake.calls.count("cuEventCreate") == created  # the read events went back to the pool
+    assert child(proton.read("again.json")["tree"], "reused")["time_ns"] == 1_500_000
+
+
+def test_a_scope_around_interpreter_launches_is_timed_by_the_wall_clock_beside_a_gpu(monkeypatch, rng):
+    fake = FakeDriver()
+    monkeypatch.setattr(clocks, "_driver", lambda: fake)
+    proton.start("mixed")
+    with proton.scope("numpy kernels"):
+        launch_add(rng, 200)
+    proton.finalize()
+    record = proton.read("mixed.json")
+    scope = child(record["tree"], "numpy kernels")
+    assert record["clock"] == scope["clock"] == "interpreter"
+    assert scope["time_ns"] >= child(scope, "add_kernel")["time_ns"] > 0
+
+
 # -- on the GPU ------------------------------------------------------------------------------
 
 
@@ -316,3 +402,37 @@ def test_the_viewer_prints_the_tree_tutorial_09_asks_for(rng, capsys):
     assert (rate, int(count), name) == ("-", 2, f"add [n={n}]")  # no flops16 named
     with pytest.raises(ValueError, match="knows"):
         proton_viewer.parse(["speed"], "viewed.json")
+
+
+@pytest.mark.gpu
+def test_a_kernellab_matmul_is_named_and_rated_by_its_launch_metadata_on_the_gpu():
+    torch = cuda_torch()
+
+    def metadata(grid, kernel, args):
+        M, N, K = args["M"], args["N"], args["K"]
+        traffic = 2 * (M * K + K * N + M * N)
+        return {"name": f"matmul [M={M}]", "flops16": 2 * M * N * K, "bytes": traffic}
+
+    profiled = kl.jit(launch_metadata=metadata)(matmul_kernel.fn)
+    M = N = K = 2048
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+
+    def run():
+        grid = (kl.cdiv(M, 128) * kl.cdiv(N, 128),)
+        profiled[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), BLOCK_SIZE_M=128,
+                       BLOCK_SIZE_N=128, BLOCK_SIZE_K=32, GROUP_SIZE_M=8, ACTIVATION="")  # fmt: skip
+
+    run()  # compile outside the profile
+    proton.start("kl-matmul", hook="triton")
+    for _ in range(5):
+        run()
+    proton.finalize()
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5)
+    kernel = child(proton.read("kl-matmul.json")["tree"], f"matmul [M={M}]")
+    assert kernel["kind"] == "kernel" and kernel["count"] == 5 and kernel["clock"] == "cuda"
+    assert kernel["metrics"]["flops16"] == 5 * 2 * M * N * K
+    tflops = kernel["derived"]["tflop16/s"]
+    assert 1 < tflops < 1000, f"{tflops:.1f} TFLOP/s: no fp16 matmul runs at that rate on an H100/H200"
+    assert 0 < kernel["derived"]["gbyte/s"] < 10_000
