@@ -107,7 +107,7 @@ def _sync_hook() -> None:
 
 def start(name: str | None = None, *, context: str = "shadow", data: str = "tree",
           backend: str | None = None, mode=None, hook: str | None = None) -> int:  # fmt: skip
-    """Start an active profiling session; returns its id (0 for the first, as proton).
+    """Start an active profiling session; returns its id (0 for the first of a process).
 
     `name` is the output path without extension (finalize writes `<name>.json`; proton's
     `<name>.hatchet` becomes `<name>.json`). `hook="triton"` names and measures launches by
