@@ -128,6 +128,7 @@ def test_scope_is_a_decorator_and_enter_exit_scope_pair_up(rng):
 def test_deactivated_sessions_record_nothing_and_launches_keep_the_warm_path(rng):
     first = proton.start("first", hook="triton")
     second = proton.start("second")
+    assert (first, second) == (0, 1)
     proton.deactivate()
     assert ENTER_HOOKS == []  # nobody listens: launches are not slowed down
     with proton.scope("ignored"):
@@ -216,7 +217,8 @@ def test_tutorial_09_style_calls_profile_a_matmul_on_the_interpreter(rng):
                             BLOCK_SIZE_K=16, GROUP_SIZE_M=2, ACTIVATION="")  # fmt: skip
         return c
 
-    session = proton.start("matmul", hook="triton")  # the first session of a process is 0
+    session = proton.start("matmul", hook="triton")
+    assert session == 0  # no other session is open: tutorial 09 calls activate(0)
     proton.deactivate(session)
     sizes = [(32, 48, 40), (48, 32, 24)]
     for M, N, K in sizes:

@@ -8,8 +8,8 @@
     proton.finalize()                            # writes matmul.json
 
 Scopes form one stack per process (the shadow context): a node's path is the names of the
-scopes open around it. Every active session records each scope entered and each kernellab launch made
-while it is active: a scope gets CUDA events on the current stream at entry and exit (so torch
+scopes open around it. Every active session records each scope entered and each kernellab
+launch made while it is active: a scope gets CUDA events on the current stream at entry and exit (so torch
 and cuBLAS work inside it counts), a launch gets events on its launch stream around it; without
 a GPU both get wall-clock time, labelled interpreter time. Nothing waits for the GPU until a
 profile is read (`finalize`, `read`).
@@ -78,7 +78,6 @@ class Session:
 _sessions: dict[int, Session] = {}
 _stack: list[_Frame] = []
 _ids = itertools.count()
-_session_ids = itertools.count()
 _opened: dict[int, clocks.Interval] = {}  # frame id → the interval its entry started
 _last: dict | None = None  # the last finalized profile, for `read()` and `show()`
 
@@ -107,7 +106,8 @@ def _sync_hook() -> None:
 
 def start(name: str | None = None, *, context: str = "shadow", data: str = "tree",
           backend: str | None = None, mode=None, hook: str | None = None) -> int:  # fmt: skip
-    """Start an active profiling session; returns its id (0 for the first of a process).
+    """Start an active profiling session; returns its id: the smallest not in use, so 0 when no
+    other session is open (tutorial code that calls `activate(0)` runs again after `finalize`).
 
     `name` is the output path without extension (finalize writes `<name>.json`; proton's
     `<name>.hatchet` becomes `<name>.json`). `hook="triton"` names and measures launches by
@@ -126,7 +126,7 @@ def start(name: str | None = None, *, context: str = "shadow", data: str = "tree
     name = DEFAULT_NAME if name is None else str(name)
     for extension in (".json", ".hatchet"):
         name = name.removesuffix(extension)
-    session = Session(next(_session_ids), name, hook)
+    session = Session(next(i for i in itertools.count() if i not in _sessions), name, hook)
     _sessions[session.id] = session
     _sync_hook()
     return session.id
