@@ -52,6 +52,7 @@ from kernellab.examples import (
     add_kernel,
     layer_norm_config,
     layer_norm_kernel,
+    attention_fwd_kernel,
     matmul_kernel,
     softmax_config,
     softmax_kernel,
@@ -72,6 +73,7 @@ VECTOR_SIZES = [2**p for p in range(12, 28)]
 SOFTMAX_ROWS, SOFTMAX_COLS = 4096, [256, 1024, 4096, 16384]
 LAYERNORM_ROWS, LAYERNORM_COLS = 4096, [1024, 4096, 8192]
 PERSISTENT_ROWS, PERSISTENT_COLS = 4096, [1024, 4096, 12160]
+ATTENTION_BATCH, ATTENTION_HEADS, ATTENTION_SEQS = 4, 32, [1024, 4096, 16384]
 # (M, N, K, dtype): square fp16/bf16, the skinny shape, tf32 at 4096
 MATMUL_CASES = [(n, n, n, dt) for dt in ("fp16", "bf16") for n in (1024, 2048, 4096, 8192)]
 MATMUL_CASES += [(16, 8192, 8192, "fp16"), (16, 8192, 8192, "bf16"), (4096, 4096, 4096, "tf32")]
@@ -87,15 +89,29 @@ FLUSH_BYTES = 256 * 2**20
 MIN_REPS, MAX_REPS, REP_MS = 20, 2000, 100.0
 
 
+def use_matmul_cases(text: str) -> None:
+    """--matmul-cases: 'MxNxK:dtype,...' replaces MATMUL_CASES."""
+    global MATMUL_CASES
+    cases = []
+    for item in text.split(","):
+        shape, _, dtype = item.strip().partition(":")
+        m, n, k = (int(v) for v in shape.split("x"))
+        if dtype not in ("fp16", "bf16", "tf32"):
+            raise SystemExit(f"--matmul-cases: dtype {dtype!r} is not fp16, bf16 or tf32")
+        cases.append((m, n, k, dtype))
+    MATMUL_CASES = cases
+
+
 def use_quick_sizes() -> None:
     """--quick: small sizes and short timings (a smoke run of every code path, not a benchmark)."""
     global VECTOR_SIZES, SOFTMAX_ROWS, SOFTMAX_COLS, LAYERNORM_ROWS, LAYERNORM_COLS, COPY_ELEMENTS
     global LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS
-    global PERSISTENT_ROWS, PERSISTENT_COLS, MATMUL_CASES
+    global PERSISTENT_ROWS, PERSISTENT_COLS, MATMUL_CASES, ATTENTION_SEQS, ATTENTION_BATCH
     VECTOR_SIZES = [2**12, 2**16]
     SOFTMAX_ROWS, SOFTMAX_COLS = 64, [256, 1024]
     LAYERNORM_ROWS, LAYERNORM_COLS = 64, [1024]
     PERSISTENT_ROWS, PERSISTENT_COLS = 64, [1024]
+    ATTENTION_SEQS, ATTENTION_BATCH = [256], 1
     MATMUL_CASES = [(256, 256, 256, "fp16"), (16, 512, 512, "bf16")]
     COPY_ELEMENTS, LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS = 2**20, 200, 2, 2**20, 5.0
 
@@ -213,6 +229,45 @@ if triton is not None:
         c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
         c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
         ttl.store(c_ptrs, c, mask=c_mask)
+
+    @triton.jit
+    def triton_attention_fwd_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm,
+                                    stride_qk, stride_kz, stride_kh, stride_kn, stride_kk,
+                                    stride_vz, stride_vh, stride_vn, stride_vk, stride_oz,
+                                    stride_oh, stride_om, stride_ok, H, N_CTX,
+                                    HEAD_DIM: ttl.constexpr, BLOCK_M: ttl.constexpr,
+                                    BLOCK_N: ttl.constexpr, CAUSAL: ttl.constexpr):  # fmt: skip
+        start_m = ttl.program_id(0)
+        off_hz = ttl.program_id(1)
+        off_z = off_hz // H
+        off_h = off_hz % H
+        offs_m = start_m * BLOCK_M + ttl.arange(0, BLOCK_M)
+        offs_n = ttl.arange(0, BLOCK_N)
+        offs_d = ttl.arange(0, HEAD_DIM)
+        q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qk
+        k_ptrs = K + off_z * stride_kz + off_h * stride_kh + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kk
+        v_ptrs = V + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vk
+        q = ttl.load(q_ptrs)
+        m_i = ttl.full([BLOCK_M], float("-inf"), ttl.float32)
+        l_i = ttl.zeros([BLOCK_M], ttl.float32)
+        acc = ttl.zeros([BLOCK_M, HEAD_DIM], ttl.float32)
+        qk_scale = sm_scale * 1.44269504
+        end = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+        for start_n in range(0, end, BLOCK_N):
+            k = ttl.load(k_ptrs + start_n * stride_kn)
+            qk = ttl.dot(q, k) * qk_scale
+            if CAUSAL:
+                qk = ttl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
+            m_ij = ttl.maximum(m_i, ttl.max(qk, 1))
+            p = ttl.math.exp2(qk - m_ij[:, None])
+            alpha = ttl.math.exp2(m_i - m_ij)
+            l_i = l_i * alpha + ttl.sum(p, 1)
+            v = ttl.load(v_ptrs + start_n * stride_vn)
+            acc = ttl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+            m_i = m_ij
+        out = acc / l_i[:, None]
+        o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_ok
+        ttl.store(o_ptrs, out.to(Out.dtype.element_ty))
 
 
 # -- launch configurations (as Triton's tutorials choose them; softmax_config and
@@ -604,6 +659,63 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
     guarded(results, "matmul", case, "kernellab", "TFLOP/s", lambda: autotuned(matmul_kernel))
     guarded(results, "matmul", case, "cuBLAS", "TFLOP/s", torch_run)
     guarded(results, "matmul", case, "triton", "TFLOP/s", triton_run)
+
+
+ATTENTION_TOLERANCE = 2e-3  # ‖O - ref‖ / ‖ref‖: P is rounded to fp16 before P·V, O to fp16
+
+
+def attention_config(head_dim: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages), the same for both compilers."""
+    return (128, 64, 8, 3) if head_dim <= 64 else (128, 64, 8, 2)
+
+
+def bench_attention(results, torch, timer):
+    for n_ctx in ATTENTION_SEQS:
+        for head_dim in (64, 128):
+            for causal in (False, True):
+                attention_case(results, torch, timer, n_ctx, head_dim, causal)
+
+
+def attention_case(results, torch, timer, n_ctx, head_dim, causal):
+    """Fused attention forward, fp16, batch 4 x 32 heads as Triton's tutorial 06: kernellab and
+    Triton run the same kernel text (examples.attention_fwd_kernel) with the same tiles, next
+    to torch's scaled_dot_product_attention. FLOPs: 4·Z·H·N²·D, halved when causal."""
+    z, h = ATTENTION_BATCH, ATTENTION_HEADS
+    case = f"N={n_ctx} D={head_dim}{' causal' if causal else ''}"
+    q, k, v = (torch.randn(z, h, n_ctx, head_dim, device="cuda", dtype=torch.float16) for _ in range(3))
+    sm_scale = head_dim**-0.5
+    flops = 4.0 * z * h * n_ctx * n_ctx * head_dim * (0.5 if causal else 1.0)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    block_m, block_n, warps, stages = attention_config(head_dim)
+
+    def launch(kernel, out):
+        grid = (n_ctx // block_m, z * h)
+        kernel[grid](q, k, v, out, sm_scale, *q.stride(), *k.stride(), *v.stride(), *out.stride(),
+                     h, n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+                     num_warps=warps, num_stages=stages)  # fmt: skip
+
+    def run(kernel):
+        out = torch.full_like(q, float("nan"))
+        launch(kernel, out)
+        torch.cuda.synchronize()
+        err = float((out.float() - ref).norm() / ref.norm())
+        if not err <= ATTENTION_TOLERANCE:
+            return None, f"WRONG: relative error {err:.3g}"
+        ms, st = timer.median_ms(lambda: launch(kernel, out))
+        return flops / (ms * 1e-3) / 1e12, f"rel. error {err:.1e}", {"median_ms": ms, **st}
+
+    def torch_run():
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        ms, st = timer.median_ms(lambda: sdpa(q, k, v, is_causal=causal))
+        return flops / (ms * 1e-3) / 1e12, "", {"median_ms": ms, **st}
+
+    def triton_run():
+        need_triton()
+        return run(triton_attention_fwd_kernel)
+
+    guarded(results, "attention", case, "kernellab", "TFLOP/s", lambda: run(attention_fwd_kernel))
+    guarded(results, "attention", case, "torch sdpa", "TFLOP/s", torch_run)
+    guarded(results, "attention", case, "triton", "TFLOP/s", triton_run)
 
 
 def bench_matmul_compile(results, target: str):
@@ -1031,6 +1143,11 @@ PLAN = [
     ),
     ("matmul compile", "kl.compile of the 128x256x64 8-warp 3-stage config, cache bypassed"),
     (
+        "attention",
+        "fused attention forward fp16, 4x32 heads, N 1024..16384, D 64/128, causal or not: "
+        "kernellab / torch sdpa / triton (same kernel text), TFLOP/s",
+    ),
+    (
         "warm launch",
         f"{LAUNCHES} back-to-back launches of a {LAUNCH_ELEMENTS}-element add, µs per launch",
     ),
@@ -1049,6 +1166,7 @@ SECTION_SECONDS = {
     "softmax persistent": 60,
     "matmul": 300,
     "matmul compile": 60,
+    "attention": 180,
     "warm launch": 60,
     "compile": 150,
 }
@@ -1061,10 +1179,10 @@ def run_section(section: str, sink: str) -> int:
     results = Results(sink)
     props = torch.cuda.get_device_properties(0)
     major, minor = torch.cuda.get_device_capability(0)
-    target = f"sm_{major}{minor}"
+    target = f"sm_{major}{minor}{'a' if (major, minor) == (9, 0) else ''}"  # wgmma: sm_90a
     results.info(device=torch.cuda.get_device_name(0), capability=f"{major}.{minor}", target=target,
                  sm_count=props.multi_processor_count, memory_gib=round(props.total_memory / 2**30, 1))  # fmt: skip
-    timed = ("copy", "vector add", "softmax", "layer norm", "softmax persistent", "matmul")
+    timed = ("copy", "vector add", "softmax", "layer norm", "softmax persistent", "matmul", "attention")
     timer = Timer(torch) if section in timed else None
     run = {
         "copy": lambda: bench_copy(results, torch, timer),
@@ -1074,6 +1192,7 @@ def run_section(section: str, sink: str) -> int:
         "softmax persistent": lambda: bench_softmax_persistent(results, torch, timer),
         "matmul": lambda: bench_matmul(results, torch, timer),
         "matmul compile": lambda: bench_matmul_compile(results, target),
+        "attention": lambda: bench_attention(results, torch, timer),
         "warm launch": lambda: bench_launch(results, torch),
         "compile": lambda: bench_compile(results, target, on_gpu=True),
     }[section]
@@ -1085,7 +1204,8 @@ def run_section(section: str, sink: str) -> int:
 
 
 def run_section_child(
-    section: str, seconds: float, results: Results, info: dict, quick: bool = False
+    section: str, seconds: float, results: Results, info: dict, quick: bool = False,
+    matmul_cases: str | None = None,
 ) -> None:
     """Run `section` in a child process (its output streams through); collect its rows."""
     fd, sink = tempfile.mkstemp(prefix="kl-bench-rows-", suffix=".jsonl")
@@ -1095,6 +1215,8 @@ def run_section_child(
     cmd = [sys.executable, str(Path(__file__).resolve()), "--section", section, "--rows-out", sink]
     if quick:
         cmd.append("--quick")
+    if matmul_cases:
+        cmd += ["--matmul-cases", matmul_cases]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     status = None
     try:
@@ -1142,11 +1264,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="small sizes: a fast smoke run of every path"
     )
+    parser.add_argument("--matmul-cases", default=None,
+                        help="matmul shapes instead of the default table, e.g. 4096x4096x4096:fp16,16x8192x8192:bf16")  # fmt: skip
     parser.add_argument("--section", default=None, help=argparse.SUPPRESS)  # internal: one section
     parser.add_argument("--rows-out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         use_quick_sizes()
+    if args.matmul_cases:
+        use_matmul_cases(args.matmul_cases)
     if args.section:
         return run_section(args.section, args.rows_out)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -1208,7 +1334,8 @@ def main(argv=None) -> int:
             seconds = min(SECTION_SECONDS[section], left)
             print(f"\n== {section} (at most {seconds:.0f} s) ==", flush=True)
             t0 = time.perf_counter()
-            run_section_child(section, seconds, results, info, quick=args.quick)
+            run_section_child(section, seconds, results, info, quick=args.quick,
+                              matmul_cases=args.matmul_cases)  # fmt: skip
             print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
         device = info.get("device", "unknown-gpu")
         copy_gbps = results.copy_ceiling()

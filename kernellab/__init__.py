@@ -33,6 +33,8 @@ __version__ = "0.1.0"
 # name → module that defines it; imported on first access (PEP 562)
 _LAZY = {
     "CompilationError": "kernellab.frontend.errors",
+    "as_triton": "kernellab.triton_compat",
+    "torch": None,
     "testing": None,
     "language": None,
     "lab": None,
@@ -67,5 +69,6 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 __all__ = [
     "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
-    "heuristics", "cdiv", "next_power_of_2", "reinterpret", "testing", "language", "lab",
+    "heuristics", "cdiv", "next_power_of_2", "reinterpret", "as_triton", "testing", "language", "lab",
+    "torch",
 ]  # fmt: skip

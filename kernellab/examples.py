@@ -188,3 +188,82 @@ def layer_norm_reference(x, w, b, eps: float):
     w64, b64 = np.asarray(w, np.float64), np.asarray(b, np.float64)
     y = (x64 - mean[:, None]) * rstd[:, None] * w64 + b64
     return y, mean, rstd
+
+
+# -- 06 fused attention (forward) ----------------------------------------------------------
+
+
+@kl.jit
+def attention_fwd_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm, stride_qk,
+                         stride_kz, stride_kh, stride_kn, stride_kk, stride_vz, stride_vh,
+                         stride_vn, stride_vk, stride_oz, stride_oh, stride_om, stride_ok, H,
+                         N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):  # fmt: skip
+    """softmax(Q Kᵀ · sm_scale) V for one BLOCK_M-row tile of one (batch, head), walking K and V
+    in BLOCK_N-row tiles with the online softmax (running max and sum, rescaled as it goes);
+    N_CTX a multiple of BLOCK_M and BLOCK_N. CAUSAL: a row sees only the keys at or before it,
+    so the walk stops at the tile's diagonal and masks inside the diagonal tiles."""
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qk
+    k_ptrs = K + off_z * stride_kz + off_h * stride_kh + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kk
+    v_ptrs = V + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vk
+    q = tl.load(q_ptrs)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    qk_scale = sm_scale * 1.44269504  # exp(x) = exp2(x * log2(e))
+    end = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+    for start_n in range(0, end, BLOCK_N):
+        k = tl.load(k_ptrs + start_n * stride_kn)
+        qk = tl.dot(q, k) * qk_scale
+        if CAUSAL:
+            qk = tl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptrs + start_n * stride_vn)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_ij
+    out = acc / l_i[:, None]
+    o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_ok
+    tl.store(o_ptrs, out.to(Out.dtype.element_ty))
+
+
+def attention(q, k, v, causal: bool, sm_scale: float, out, block_m: int = 128, block_n: int = 64,
+              num_warps: int = 8, num_stages: int = 3):  # fmt: skip
+    """Launch attention_fwd_kernel on (batch, heads, n_ctx, head_dim) arrays; returns `out`."""
+    z, h, n_ctx, head_dim = q.shape
+    grid = (n_ctx // block_m, z * h)
+    strides = [_strides(a) for a in (q, k, v, out)]
+    attention_fwd_kernel[grid](
+        q, k, v, out, sm_scale, *strides[0], *strides[1], *strides[2], *strides[3], h, n_ctx,
+        HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+        num_warps=num_warps, num_stages=num_stages,
+    )  # fmt: skip
+    return out
+
+
+def _strides(array) -> tuple[int, ...]:
+    """Strides in elements of a torch tensor or a numpy array."""
+    if hasattr(array, "stride"):
+        return tuple(array.stride())
+    return tuple(s // array.itemsize for s in array.strides)
+
+
+def attention_reference(q, k, v, causal: bool, sm_scale: float) -> np.ndarray:
+    """softmax(Q Kᵀ · sm_scale) V in float64 over (batch, heads, n_ctx, head_dim) arrays."""
+    q64, k64, v64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    s = q64 @ np.swapaxes(k64, -1, -2) * sm_scale
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    return (p / p.sum(axis=-1, keepdims=True)) @ v64

@@ -30,3 +30,17 @@ def test_public_names():
         assert hasattr(kl, name), name
     assert kl.cdiv(1000, 128) == 8 and kl.next_power_of_2(1000) == 1024 and kl.next_power_of_2(1) == 1
     assert issubclass(kl.CompilationError, Exception)
+
+
+def test_import_kernellab_stays_lazy():
+    """The compiler's heavy parts load on first use, not at `import kernellab` (issue 13's
+    host-path speed): no xDSL dialects, LLVM, CUDA bindings, frontend, IR, lab or testing, and
+    none of the Triton interop or torch operator modules."""
+    probe = "import kernellab\nimport sys\nprint('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    lazy = ("xdsl", "llvmlite", "cuda", "cuda.bindings", "kernellab.frontend", "kernellab.ir",
+            "kernellab.lab", "kernellab.testing", "kernellab.layouts", "kernellab.backends.llvm",
+            "kernellab.backends.interpreter", "kernellab.backends.nvidia.lowering",
+            "kernellab.triton_compat", "kernellab.torch", "torch", "triton")  # fmt: skip
+    assert not loaded & set(lazy), sorted(loaded & set(lazy))

@@ -71,7 +71,8 @@ def flat_buffer(a: np.ndarray) -> np.ndarray:
             "pass np.ascontiguousarray(x)"
         )
     extent = 0 if a.size == 0 else 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides)) // item
-    return np.lib.stride_tricks.as_strided(a, shape=(extent,), strides=(item,))
+    bits = a.view(np.dtype(f"u{item}"))  # as_strided can't rebuild ml_dtypes' dtypes (bf16, fp8)
+    return np.lib.stride_tricks.as_strided(bits, shape=(extent,), strides=(item,)).view(a.dtype)
 
 
 def _array(a: np.ndarray, specialize: bool, align: bool) -> tuple[Key, np.ndarray]:

@@ -21,6 +21,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from kernellab.ir import ttg
+from kernellab.ir.ttng import TTNG
 from kernellab.ir.arith import ARITH
 from kernellab.ir.math import Math
 from kernellab.ir.tt import TT
@@ -30,14 +31,15 @@ _ALIAS_STEMS = {
     ttg.BlockedEncodingAttr: "blocked",
     ttg.NvidiaMmaEncodingAttr: "mma",
     ttg.SwizzledSharedEncodingAttr: "shared",
+    ttg.NVMMASharedEncodingAttr: "shared",
     ttg.SharedMemorySpaceAttr: "smem",
 }
 
 
 def context() -> Context:
-    """A fresh xDSL context with builtin, arith and math (ours), scf, tt and ttg loaded."""
+    """A fresh xDSL context with builtin, arith and math (ours), scf, tt, ttg and ttng loaded."""
     ctx = Context(allow_unregistered=False)
-    for dialect in (builtin.Builtin, ARITH, Math, scf.Scf, TT, ttg.TTG):
+    for dialect in (builtin.Builtin, ARITH, Math, scf.Scf, TT, ttg.TTG, TTNG):
         ctx.load_dialect(dialect)
     return ctx
 

@@ -245,6 +245,32 @@ class SwizzledSharedEncodingAttr(_Encoding):
 
 
 @irdl_attr_definition
+class NVMMASharedEncodingAttr(_Encoding):
+    """Shared-memory layout the Hopper tensor cores read through descriptors: the contiguous dim
+    is cut into blocks of `swizzlingByteWidth` bytes, each block stored as rows of that many
+    bytes with 16-byte chunks XORed by the row (the hardware's 128/64/32-byte swizzle modes).
+    `transposed`: dim 0 is the contiguous one (else the last dim)."""
+
+    name = "ttg.nvmma_shared"
+    FIELDS = (
+        ("swizzlingByteWidth", "swizzle_bytes", _INT, None),
+        ("transposed", "transposed", _INT, 0),
+        ("elementBitWidth", "element_bits", _INT, None),
+    )
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (0, 1) if self.transposed else (1, 0)
+
+    @property
+    def rank(self) -> int:
+        return 2
+
+
+SHARED_ENCODINGS = (SwizzledSharedEncodingAttr, NVMMASharedEncodingAttr)
+
+
+@irdl_attr_definition
 class SharedMemorySpaceAttr(ParametrizedAttribute):
     """`#ttg.shared_memory`: the memory space of a memdesc living in shared memory."""
 
@@ -587,6 +613,7 @@ TTG = Dialect(
         NvidiaMmaEncodingAttr,
         DotOperandEncodingAttr,
         SwizzledSharedEncodingAttr,
+        NVMMASharedEncodingAttr,
         SharedMemorySpaceAttr,
         MemDescType,
         AsyncTokenType,

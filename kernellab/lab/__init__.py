@@ -25,9 +25,14 @@ _LAZY = {
     "swizzle": "kernellab.lab.widgets",
     "tile_order": "kernellab.lab.widgets",
     "access_view": "kernellab.lab.widgets",
+    "sram_row": "kernellab.lab.widgets",
+    "tile_walk": "kernellab.lab.widgets",
     "ProfileView": "kernellab.lab.widgets",
     "dataflow_graph": "kernellab.lab.graphs",
     "pipeline_graph": "kernellab.lab.graphs",
+    "check": "kernellab.lab.checks",
+    "puzzle": "kernellab.lab.puzzles",
+    "diff": "kernellab.lab.ir_diff",
 }
 
 
@@ -75,11 +80,16 @@ __all__ = [
     "KernelView",
     "access_view",
     "build_bundle",
+    "check",
     "dataflow_graph",
+    "diff",
     "layout",
     "pipeline_graph",
+    "puzzle",
     "show",
+    "sram_row",
     "swizzle",
     "tile_order",
+    "tile_walk",
     "view",
 ]  # fmt: skip

@@ -44,12 +44,14 @@ def view(kernel, stages=None, **compile_kwargs) -> KernelView:
         if compile_kwargs:
             raise TypeError("a CompiledKernel is already compiled: pass no compile options")
         return KernelView(kernel, stages=_stage_list(stages))
-    fn = kernel
+    from kernellab.triton_compat import from_triton, is_triton_kernel
+
+    fn = from_triton(kernel) if is_triton_kernel(kernel) else kernel
     while not isinstance(fn, KernelFunction) and getattr(fn, "fn", None) is not None:
         fn = fn.fn  # autotune / heuristics wrappers
     if not isinstance(fn, KernelFunction):
         raise TypeError(
-            f"kl.lab.show takes a CompiledKernel or a @kl.jit kernel, not {type(kernel).__name__}"
+            f"kl.lab.show takes a CompiledKernel, a @kl.jit kernel or a @triton.jit one, not {type(kernel).__name__}"
         )
     if compile_kwargs:
         ck, notes = compile_for_view(fn, **compile_kwargs)

@@ -119,8 +119,13 @@ def _evaluate(expr: str, namespace: dict, what: str, extra: dict | None = None):
 
 
 def _underlying_jit(obj):
-    """The JITFunction inside `obj` (itself, or under autotune/heuristics wrappers), or None."""
+    """The JITFunction inside `obj` (itself, or under autotune/heuristics wrappers; a real
+    `triton.jit` kernel as its kernellab twin), or None."""
     from kernellab.runtime.jit import JITFunction
+    from kernellab.triton_compat import from_triton, is_triton_kernel
+
+    if is_triton_kernel(obj):
+        obj = from_triton(obj)
 
     seen = 0
     while obj is not None and seen < 8:

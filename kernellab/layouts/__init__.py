@@ -13,7 +13,7 @@ from kernellab.layouts.encodings import from_encoding, to_named
 from kernellab.layouts.ldmatrix import ldmatrix_access, ldmatrix_rows
 from kernellab.layouts.linear import HARDWARE_DIMS, LinearLayout, standard_dims
 from kernellab.layouts.mma import nvidia_mma_v2, nvidia_mma_v3
-from kernellab.layouts.named import Blocked, DotOperand, NvidiaMma, Slice, SwizzledShared
+from kernellab.layouts.named import Blocked, DotOperand, NvidiaMma, NvmmaShared, Slice, SwizzledShared
 from kernellab.layouts.printing import (
     describe_blocked,
     describe_dot_operand,
@@ -21,7 +21,7 @@ from kernellab.layouts.printing import (
     describe_slice,
     describe_swizzled_shared,
 )
-from kernellab.layouts.shared import swizzled_shared
+from kernellab.layouts.shared import nvmma_shared, nvmma_swizzle, swizzled_shared
 from kernellab.layouts.tiling import identity_1d, zeros_1d
 from kernellab.layouts.vector import max_contiguous_registers
 
@@ -35,6 +35,7 @@ __all__ = [
     "SharedAccess",
     "Slice",
     "SwizzledShared",
+    "NvmmaShared",
     "analyze",
     "bank_conflicts",
     "bank_map",
@@ -57,6 +58,8 @@ __all__ = [
     "slice_layout",
     "standard_dims",
     "swizzled_shared",
+    "nvmma_shared",
+    "nvmma_swizzle",
     "to_named",
     "zeros_1d",
 ]

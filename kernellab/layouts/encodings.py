@@ -13,15 +13,15 @@ from kernellab.layouts.blocked import blocked, slice_layout
 from kernellab.layouts.dot_operand import dot_operand
 from kernellab.layouts.linear import LinearLayout
 from kernellab.layouts.mma import nvidia_mma_v2, nvidia_mma_v3
-from kernellab.layouts.named import Blocked, DotOperand, NvidiaMma, Slice, SwizzledShared
-from kernellab.layouts.shared import swizzled_shared
+from kernellab.layouts.named import Blocked, DotOperand, NvidiaMma, NvmmaShared, Slice, SwizzledShared
+from kernellab.layouts.shared import nvmma_shared, swizzled_shared
 
 
 def to_named(attr):
     """The record of kernellab.layouts.named equivalent to a `ttg` encoding attribute."""
     from kernellab.ir import ttg
 
-    if isinstance(attr, (Blocked, NvidiaMma, Slice, DotOperand, SwizzledShared)):
+    if isinstance(attr, (Blocked, NvidiaMma, Slice, DotOperand, SwizzledShared, NvmmaShared)):
         return attr
     if isinstance(attr, ttg.BlockedEncodingAttr):
         return Blocked(attr.size_per_thread, attr.threads_per_warp, attr.warps_per_cta, attr.order)
@@ -35,6 +35,8 @@ def to_named(attr):
         return DotOperand(attr.op_idx, to_named(attr.parent), attr.k_width)
     if isinstance(attr, ttg.SwizzledSharedEncodingAttr):
         return SwizzledShared(attr.vec, attr.per_phase, attr.max_phase, attr.order)
+    if isinstance(attr, ttg.NVMMASharedEncodingAttr):
+        return NvmmaShared(attr.swizzle_bytes, attr.element_bits, bool(attr.transposed))
     raise TypeError(f"no linear layout for encoding {attr}")
 
 
@@ -63,4 +65,6 @@ def from_encoding(attr, shape: Sequence[int]) -> LinearLayout:
         raise ValueError(f"unsupported nvidia_mma versionMajor {record.version_major}")
     if isinstance(record, DotOperand):
         return dot_operand(record.op_idx, record.parent, record.k_width, shape)
+    if isinstance(record, NvmmaShared):
+        return nvmma_shared(record.swizzle_bytes, record.element_bits, record.transposed, shape)
     return swizzled_shared(record.vec, record.per_phase, record.max_phase, record.order, shape)

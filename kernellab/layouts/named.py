@@ -87,3 +87,17 @@ class SwizzledShared:
         return printing.describe_swizzled_shared(
             self.vec, self.per_phase, self.max_phase, self.order
         )
+
+
+@dataclass(frozen=True)
+class NvmmaShared:
+    """Triton's #ttg.nvmma_shared: the shared layout wgmma descriptors describe."""
+
+    swizzle_bytes: int
+    element_bits: int
+    transposed: bool = False
+
+    def __str__(self) -> str:
+        transposed = ", transposed = true" if self.transposed else ""
+        return (f"#ttg.nvmma_shared<{{swizzlingByteWidth = {self.swizzle_bytes}{transposed}, "
+                f"elementBitWidth = {self.element_bits}}}>")  # fmt: skip

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kernellab.layouts.linear import LinearLayout, log2
-from kernellab.layouts.named import SwizzledShared
+from kernellab.layouts.named import NvmmaShared, SwizzledShared
 from kernellab.layouts.tiling import check_order, fit_to_shape, identity_1d, labelled
 
 SHARED_IN_DIMS = ("offset", "block")
@@ -41,4 +41,35 @@ def swizzled_shared(
         tile = LinearLayout({"offset": bases}, (rows, cols), (f"dim{row_dim}", f"dim{col_dim}"))
         for d in record.order[2:]:
             tile = tile * identity_1d(int(shape[d]), "offset", f"dim{d}")
+    return labelled(fit_to_shape(tile, shape, SHARED_IN_DIMS), record)
+
+
+def nvmma_swizzle(swizzle_bytes: int, element_bits: int) -> tuple[int, int, int, int]:
+    """(elements per block row, vec, per_phase, max_phase) of an NVMMA layout: a block row is
+    `swizzle_bytes` long, its 16-byte chunks XORed with (row / per_phase) % max_phase; these
+    are the address bits the hardware's 128/64/32-byte swizzle modes XOR (bits 4-6 with 7-9)."""
+    width = swizzle_bytes * 8 // element_bits
+    vec = 128 // element_bits
+    return width, vec, 128 // swizzle_bytes, swizzle_bytes // 16
+
+
+def nvmma_shared(
+    swizzle_bytes: int, element_bits: int, transposed: bool, shape: Sequence[int]
+) -> LinearLayout:
+    """#ttg.nvmma_shared on a 2-D `shape`: the contiguous dim (0 if `transposed`, else 1) cut
+    into blocks of `swizzle_bytes`; a block holds every row, each row swizzled as
+    nvmma_swizzle says; blocks follow each other."""
+    record = NvmmaShared(swizzle_bytes, element_bits, bool(transposed))
+    if len(shape) != 2:
+        raise ValueError(f"nvmma_shared layouts are 2-D here; got shape {list(shape)}")
+    col_dim, row_dim = (0, 1) if transposed else (1, 0)
+    cols, rows = int(shape[col_dim]), int(shape[row_dim])
+    width, vec, per_phase, max_phase = nvmma_swizzle(swizzle_bytes, element_bits)
+    width = min(width, cols)
+    bases = [(0, 1 << i) for i in range(log2(width, "shape"))]
+    for i in range(log2(rows, "shape")):
+        row = 1 << i
+        bases.append((row, (vec * ((row // per_phase) % max_phase)) % width))
+    bases += [(0, width << j) for j in range(log2(cols // width, "shape"))]
+    tile = LinearLayout({"offset": bases}, (rows, cols), (f"dim{row_dim}", f"dim{col_dim}"))
     return labelled(fit_to_shape(tile, shape, SHARED_IN_DIMS), record)

@@ -5,6 +5,14 @@ arguments plus the dtypes of array arguments) and reuses the fastest afterwards.
 write to the real outputs, so `reset_to_zero` arguments are zeroed before each run and
 `restore_value` arguments are restored after each, leaving the user's data as if only the final
 launch had happened.
+
+Tuning runs in two phases. First every config compiles for the GPU target, in parallel across
+processes (runtime/parallel_compile.py; `compile_executor=` takes any
+concurrent.futures.Executor); on the interpreter that compile is for sm_90 and only reports the
+resources a GPU would use. Then the configs are timed one after another (two kernels timed at
+once on one GPU would disturb each other; `bench_executor=` runs the timing calls elsewhere,
+one at a time). Each config's row (`ConfigTiming`) is reported as it fills: a live table in a
+notebook, progress lines in a script (kernellab/testing/tuning.py).
 """
 
 from __future__ import annotations
@@ -14,9 +22,15 @@ import inspect
 import os
 import time
 import warnings
+from concurrent.futures import Executor, as_completed
+from dataclasses import dataclass
 
-from kernellab.backends.arguments import snapshot, writable_array
+from kernellab.backends.arguments import launch_device, snapshot, specialize, writable_array
 from kernellab.runtime.jit import JITFunction, KernelInterface
+from kernellab.runtime.parallel_compile import CompileJob, KernelRef, compile_job, default_executor
+
+# Without a GPU the configs are compiled for this target to report their resources.
+RESOURCES_TARGET = "sm_90"
 
 
 class Config:
@@ -45,6 +59,62 @@ class Config:
         return ", ".join(parts)
 
 
+@dataclass(eq=False)
+class ConfigTiming:
+    """One config of a tuning run: how long it took to compile and to run, and the resources of
+    its compiled kernel (on the interpreter: of its sm_90 compile). `status` says where it is:
+    waiting, compiling, compiled, timing, timed, or "failed: <why>"."""
+
+    config: Config
+    status: str = "waiting"
+    compile_seconds: float | None = None
+    kernel_ms: float | None = None
+    target: str | None = None
+    registers: int | None = None
+    spills: int | None = None
+    shared: int | None = None
+    occupancy: dict | None = None  # backends.nvidia.limits.occupancy's estimate
+
+    @property
+    def failed(self) -> bool:
+        return self.status.startswith("failed")
+
+
+class TuningTable:
+    """A finished tuning run: shows as the table in a notebook and as text elsewhere."""
+
+    def __init__(self, name: str, rows: list[ConfigTiming], where: str, resources_from: str | None):
+        self.name, self.rows, self.where, self.resources_from = name, rows, where, resources_from
+
+    def _repr_html_(self) -> str:
+        from kernellab.testing.tuning import table_html
+
+        return table_html(self.name, self.rows, self.where, self.resources_from, done=True)
+
+    def __str__(self) -> str:
+        from kernellab.testing.tuning import table_text
+
+        return table_text(self.name, self.rows, self.where, self.resources_from)
+
+    __repr__ = __str__
+
+
+def _showing_tables() -> bool:
+    from kernellab.testing.progress import in_notebook
+
+    return in_notebook()
+
+
+def _nvidia_available() -> bool:
+    from kernellab.backends import get_backend
+
+    try:
+        get_backend(RESOURCES_TARGET)
+    except Exception:  # noqa: BLE001 - a build without the NVIDIA backend
+        return False
+    return True
+
+
 def _base_jit(fn) -> JITFunction:
     while not isinstance(fn, JITFunction):
         fn = fn.fn
@@ -66,7 +136,8 @@ class Autotuner(KernelInterface):
     """Wraps a kernel; on each new tuning key, benchmarks every config and keeps the fastest."""
 
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
-                 restore_value=None, warmup=5, rep=20, do_bench=None):  # fmt: skip
+                 restore_value=None, warmup=5, rep=20, do_bench=None, compile_executor=None,
+                 bench_executor=None, progress=None):  # fmt: skip
         self.fn = fn
         self.base = _base_jit(fn)
         self.configs = list(configs) or [Config({})]
@@ -80,9 +151,13 @@ class Autotuner(KernelInterface):
         self.warmup, self.rep = warmup, rep
         # how a config is timed: do_bench(launch, warmup=ms, rep=ms) -> milliseconds
         self.do_bench = do_bench or _median_wall_clock
+        self.compile_executor = compile_executor  # None: a process pool; False: this process
+        self.bench_executor: Executor | None = bench_executor
+        self.progress = progress
         self.cache: dict[tuple, Config] = {}
         self.best_config: Config | None = None
         self.configs_timings: dict[Config, float] | None = None
+        self.tuning: TuningTable | None = None  # the last tuning run, row by row
         for name in self.reset_to_zero + self.restore_value:
             if name not in self.base.binder.index:
                 raise ValueError(f"autotune: {self.base.__name__} has no parameter {name!r}")
@@ -126,12 +201,6 @@ class Autotuner(KernelInterface):
 
     def _bench(self, config: Config, args, kwargs, grid, named: dict) -> float:
         """The time `self.do_bench` gives launching with `config`, leaving the arrays as they were."""
-        conflicts = set(config.kwargs) & set(kwargs)
-        if conflicts:
-            raise ValueError(
-                f"conflicting meta-parameters {', '.join(sorted(conflicts))}: they are tuned by "
-                "autotune, so don't pass them to the launch"
-            )
         # Both kinds are put back after every timing run, so the launch that follows tuning
         # sees the caller's data, not the leftovers of the timing runs.
         arrays = {n: writable_array(named.get(n)) for n in self.restore_value + self.reset_to_zero}
@@ -166,8 +235,7 @@ class Autotuner(KernelInterface):
                 pruned = self._prune(named)
                 if warmup:
                     return [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs()) for c in pruned]
-                self.configs_timings = {c: self._bench(c, args, kwargs, grid, named) for c in pruned}
-                self.cache[key] = min(self.configs_timings, key=self.configs_timings.__getitem__)
+                self.cache[key] = self._tune(pruned, args, kwargs, grid, named)
                 if os.environ.get("KERNELLAB_PRINT_AUTOTUNING") == "1":
                     print(
                         f"Autotuning kernel {self.base.__name__} with config {self.cache[key]} "
@@ -181,6 +249,144 @@ class Autotuner(KernelInterface):
             config.pre_hook({**named, **config.all_kwargs()})
         return self.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
 
+    # -- tuning ----------------------------------------------------------------------------------
+
+    def _tune(self, configs: list[Config], args, kwargs, grid, named: dict) -> Config:
+        """Compile every config (in parallel), time them one by one, keep the fastest."""
+        from kernellab.testing.tuning import tuning_reporter
+
+        conflicts = {name for c in configs for name in c.kwargs} & set(kwargs)
+        if conflicts:
+            raise ValueError(
+                f"conflicting meta-parameters {', '.join(sorted(conflicts))}: they are tuned by "
+                "autotune, so don't pass them to the launch"
+            )
+        rows = [ConfigTiming(c) for c in configs]
+        where, target = self._where(named)
+        # On the interpreter the sm_90 compile only informs the table: made when one shows.
+        informative = where != "interpreter" or self.progress is not False and (
+            self.progress is not None or _showing_tables()
+        )
+        jobs = self._compile_jobs(configs, args, kwargs, target) if informative else []
+        resources_from = None
+        if jobs and where == "interpreter":
+            resources_from = RESOURCES_TARGET
+        report = tuning_reporter(self.progress, self.base.__name__, where, resources_from)
+        self.tuning = TuningTable(self.base.__name__, rows, where, resources_from)
+
+        def show(done: bool = False) -> None:
+            if report is not None:
+                report.update(rows, done)
+
+        if jobs:
+            self._compile_all(rows, jobs, where, show)
+        errors = []
+        for row in rows:
+            if row.failed:
+                continue
+            row.status = "timing"
+            show()
+            try:
+                if row.compile_seconds is None:  # not compiled ahead: compile here, timed
+                    start = time.perf_counter()
+                    self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
+                    row.compile_seconds = time.perf_counter() - start
+                ms = self._timed(row.config, args, kwargs, grid, named)
+                if ms == float("inf"):  # _bench's answer for a config that does not fit the GPU
+                    row.status = "failed: out of resources on this GPU"
+                    continue
+                row.kernel_ms, row.status = ms, "timed"
+            except Exception as error:  # noqa: BLE001 - a config that can't run is skipped
+                errors.append(error)
+                row.status = f"failed: {type(error).__name__}: {error}"
+        show(done=True)
+        timed = [r for r in rows if r.kernel_ms is not None]
+        self.configs_timings = {r.config: (r.kernel_ms if r.kernel_ms is not None else float("inf")) for r in rows}
+        if not timed:
+            raise errors[0] if errors else RuntimeError(
+                f"autotune: no config of {self.base.__name__} ran: "
+                + "; ".join(f"{r.config}: {r.status}" for r in rows)
+            )
+        return min(timed, key=lambda r: r.kernel_ms).config
+
+    def _where(self, named: dict) -> tuple[str, str]:
+        """Where the launch runs ("interpreter" or the GPU) and the target compiled for."""
+        binder = self.base.binder
+        runtime = [n for n, const in zip(binder.names, binder.is_constexpr) if not const and n in named]
+        keys = [specialize(named[n])[0] for n in runtime]
+        device = launch_device(keys, runtime)
+        if device is None:
+            return "interpreter", RESOURCES_TARGET
+        from kernellab.backends.nvidia.driver import device_info
+
+        return f"GPU (cuda:{device[0]})", device_info(device[0]).arch
+
+    def _compile_jobs(self, configs: list[Config], args, kwargs, target: str) -> list[CompileJob]:
+        """The compile of each config for `target`. None where the kernel is wrapped in
+        heuristics (their values are known only at launch) or the build can't compile for it."""
+        base = self.base
+        if self.fn is not base or not _nvidia_available():
+            return []
+        ref = KernelRef.of(base)
+        jobs = []
+        for config in configs:
+            bound = base.binder.bind(args, {**kwargs, **config.all_kwargs()})
+            signature, constexprs, attrs = base.binder.compile_args(bound)
+            options = dict(bound.options)
+            if base.debug is not None:
+                options.setdefault("debug", base.debug)
+            jobs.append(CompileJob(ref, str(signature), constexprs, attrs or None, target, options))
+        return jobs
+
+    def _compile_all(self, rows: list[ConfigTiming], jobs: list[CompileJob], where: str, show) -> None:
+        """Run the compile jobs on the compile executor, filling the rows as they finish. A
+        config whose GPU compile fails is dropped when the launch runs on that GPU (the launch
+        then finds each compile in the disk cache); on the interpreter it is still timed (only
+        its resources are missing)."""
+        from kernellab.backends.nvidia.limits import occupancy
+
+        executor = self.compile_executor
+        own = executor is None and default_executor(len(jobs))
+        if own:
+            executor = own
+        for row in rows:
+            row.status = "compiling"
+        show()
+        try:
+            if executor:
+                futures = {executor.submit(compile_job, job): row for job, row in zip(jobs, rows)}
+                done = ((futures[f], f.result()) for f in as_completed(futures))
+            else:
+                done = ((row, compile_job(job)) for job, row in zip(jobs, rows))
+            for row, result in done:
+                row.target = result.target
+                if result.error is not None:
+                    row.status = f"failed: {result.error}" if where != "interpreter" else "compiled (no GPU resources)"
+                else:
+                    row.registers, row.spills, row.shared = result.registers, result.spills, result.shared
+                    row.occupancy = occupancy(result.target, row.config.num_warps, result.registers, result.shared)
+                    row.status = "compiled (cached)" if result.cache_hit else "compiled"
+                row.compile_seconds = result.seconds
+                show()
+        finally:
+            jobs[0].kernel.release()
+            if own:
+                own.shutdown()
+
+    def _timed(self, config: Config, args, kwargs, grid, named: dict) -> float:
+        """The config's time, measured here or on the bench executor (one call at a time)."""
+        if self.bench_executor is None:
+            return self._bench(config, args, kwargs, grid, named)
+        return self.bench_executor.submit(self._bench, config, args, kwargs, grid, named).result()
+
+    def plot(self):
+        """A bar per config of the last tuning run (the best in green); a matplotlib Figure."""
+        if self.tuning is None:
+            raise ValueError(f"{self.base.__name__} has not been tuned yet: launch it once")
+        from kernellab.testing.tuning import plot_tuning
+
+        return plot_tuning(self.tuning.rows, self.base.__name__, self.tuning.where)
+
     def warmup(self, *args, grid=None, **kwargs):
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
@@ -192,17 +398,28 @@ def _median_wall_clock(launch, warmup: float, rep: float) -> float:
 
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
-             warmup=5, rep=20, do_bench=None):  # fmt: skip
+             warmup=5, rep=20, do_bench=None, compile_executor=None, bench_executor=None,
+             progress=None):  # fmt: skip
     """Decorator: tune `configs` per distinct value of the `key` arguments (and array dtypes).
 
     `warmup` and `rep` are the milliseconds spent per config (small: the interpreter is slow,
     and the timing only has to rank configs). `prune_configs_by` accepts Triton's
     `perf_model`, `top_k` and `early_config_prune`. `do_bench(launch, warmup=, rep=)` times one
     config in milliseconds (default: the median wall-clock time, kernellab.testing.do_bench).
+
+    `compile_executor`: where the configs compile, any concurrent.futures.Executor (a
+    dask.distributed Client's `get_executor()`, Ray's `ray.util.multiprocessing` pool made an
+    executor, ...); None starts a process pool, one worker per config up to the core count;
+    False compiles in this process. `bench_executor`: where each timing call runs, one at a
+    time (None: here). `progress`: None shows a live table in a notebook and progress lines on
+    a terminal, True also in a non-interactive script, False nothing.
+    Afterwards: `kernel.best_config`, `kernel.configs_timings`, `kernel.tuning` (the table),
+    `kernel.plot()`.
     """
 
     def decorator(fn):
-        return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, warmup, rep, do_bench)
+        return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, warmup, rep,
+                         do_bench, compile_executor, bench_executor, progress)  # fmt: skip
 
     return decorator
 
@@ -234,4 +451,4 @@ def heuristics(values: dict):
     return decorator
 
 
-__all__ = ["Config", "autotune", "Autotuner", "heuristics", "Heuristics"]
+__all__ = ["Config", "ConfigTiming", "TuningTable", "autotune", "Autotuner", "heuristics", "Heuristics"]

@@ -411,6 +411,19 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         """Compile for these arguments without launching; returns the CompiledKernel."""
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
+    def explain_key(self, *args, **kwargs):
+        """The specialization key these arguments would launch with, part by part, and whether
+        it is cached (runtime/cache_info.py); nothing is compiled or launched."""
+        from kernellab.runtime.cache_info import explain_key
+
+        return explain_key(self, *args, **kwargs)
+
+    def cache_info(self):
+        """Every specialization compiled so far in this process, with its key explained."""
+        from kernellab.runtime.cache_info import cache_info
+
+        return cache_info(self)
+
     def _compile(self, bound: Bound) -> CompiledKernel:
         names = self.binder.names
         where = launch_device(bound.key[: len(names)], names)  # raises on mixed devices

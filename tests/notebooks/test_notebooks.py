@@ -33,7 +33,11 @@ EXPECTED = [
     "04-layouts-and-swizzling",
     "05-inside-the-compiler",
     "06-debugging",
+    "07-bring-your-triton-kernel",
+    "08-autotuning",
+    "09-jit-cache",
     "11-profiling",
+    "exercises/puzzles",
 ]
 MIME = "application/vnd.kernellab.compile+json"
 CELL_TIMEOUT = 180  # seconds; every cell takes a few at most on two cores
@@ -48,8 +52,10 @@ def nvidia_available() -> bool:
 # -- the committed files ---------------------------------------------------------------------
 
 
-def test_the_six_notebooks_are_there():
-    assert sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb")) == EXPECTED
+def test_the_notebooks_are_there():
+    found = sorted(str(p.relative_to(NOTEBOOK_DIR).with_suffix("")) for p in NOTEBOOK_DIR.rglob("*.ipynb")
+                   if ".ipynb_checkpoints" not in p.parts)  # fmt: skip
+    assert found == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", EXPECTED)
@@ -100,7 +106,7 @@ def execute(name: str, kernel_env, monkeypatch):
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
         allow_errors=False,  # cells tagged raises-exception may (and here must) raise
-        resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
+        resources={"metadata": {"path": str((NOTEBOOK_DIR / name).parent)}},
     )
     client.execute(env=env)
     return nb
@@ -185,6 +191,8 @@ def check_02(nb, text):
     assert "reads 5MN + 2M, writes 3MN + 2M" in text and "4.0x faster" in text
     if nvidia_available():
         assert re.search(r"^\s+4\s+32\s+\d+\s+\d+\s+16$", text, re.MULTILINE), "4 warps: 16 bytes shared"
+        assert "each of the 128 threads holds 8 elements of the row" in text  # the row picture
+        assert "arith.maxnumf: a thread combines its 8 registers" in text
 
 
 def check_03(nb, text):
@@ -238,6 +246,55 @@ def check_06(nb, text):
     assert "row sums right? False" in text
 
 
+def check_07(nb, text):
+    assert MIME in mimetypes_of(nb), "the viewer of the Triton kernel is missing"
+    assert "kernellab kernellab.language | the target: GPUTarget(" in text  # `import triton` under as_triton
+    assert re.search(r"max \|error\|: \d", text)
+    assert "with residual  loads: 3  stores: 2" in text and "without        loads: 2  stores: 1" in text
+    if "torch is not installed" not in text:
+        assert "graphs: 1  graph breaks: 0" in text and "compiled and eager agree" in text
+
+
+def check_exercises(nb, text):
+    # every starter kernel is empty: each of the eight checks fails, showing its diff and hint
+    assert text.count("FAIL: ") == 8 and text.count("hint: ") == 8
+    assert "z_ptr: 0 of 1000 elements right, 0 wrong, 1000 never written" in text
+    assert "PASS: 2. Masks" in text  # the solution shown at the end
+    pages = [o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})]
+    assert sum("kernellab-check" in p and "data:image/png;base64," in p for p in pages) == 9
+
+
+def check_08(nb, text):
+    pages = "\n".join(o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", [])
+                      if "text/html" in o.get("data", {}))  # fmt: skip
+    assert "kernellab-autotune" in pages and "best: BLOCK_M" in pages  # the live table, finished
+    assert "#dafbe1" in pages  # the best row highlighted
+    assert re.search(r"128x128x128: max error \d\.\d+e-0[5-9] with BLOCK_M", text)
+    assert "tuned keys: [(128, 128, 128, 'float16', 'float16', 'float32')]" in text
+    assert "step 3 of 16: loads A[0:64, 64:96] (4 KiB)" in pages  # the tile walking along K
+    assert " 64x64  tile:   8192 bytes per step,  32.0 flops per byte" in text
+    assert "image/png" in mimetypes_of(nb)  # kernel.plot()
+    if not nvidia_available():
+        return
+    assert "interpreter time" in pages and "sm_90 compile (made without a GPU)" in pages
+    assert re.search(r"the fastest config: \d+ registers per thread, \d+ bytes spilled", text)
+
+
+def check_09(nb, text):
+    assert "x_ptr        *fp32      16-byte aligned" in text and "BLOCK        constexpr  = 1024" in text
+    assert "same compiled kernel: True" in text and "cached now: True" in text and "right: True" in text
+    assert "x_ptr: *fp32 16-byte aligned -> *fp32 not 16-byte aligned" in text
+    assert "n: i32 divisible by 16 -> constant == 1" in text and "-> *fp16 16-byte aligned" in text
+    assert "scale: 4 compiled specialization(s)" in text
+    if not nvidia_available():
+        assert "sm_90 code is not available in this build" in text
+        return
+    assert "+#blocked = #ttg.blocked<{sizePerThread = [1]" in text  # the diff of the two TTGIRs
+    assert "aligned  PTX loads: ld.global.v4.b32" in text and "shifted  PTX loads: ld.global.b32" in text
+    assert "arith.constant dense<1>" in text  # n == 1 compiled in
+    assert len(re.findall(r"… scale for sm_90: cubin.cubin", text)) == 3 and "cache hit: True" in text
+
+
 def check_11(nb, text):
     clock = "GPU time" if "kernels run on the interpreter" not in text else "interpreter time"
     assert f"{clock} (ms)" in text
@@ -255,5 +312,9 @@ CHECKS = {
     "04-layouts-and-swizzling": check_04,
     "05-inside-the-compiler": check_05,
     "06-debugging": check_06,
+    "07-bring-your-triton-kernel": check_07,
+    "08-autotuning": check_08,
+    "09-jit-cache": check_09,
     "11-profiling": check_11,
+    "exercises/puzzles": check_exercises,
 }

@@ -213,3 +213,13 @@ def test_reinterpret_rules():
         specialize(kl.reinterpret(np.arange(3, dtype=np.uint8), tl.float32))
     with pytest.raises(ArgumentError, match="views arrays"):
         specialize(kl.reinterpret(3, tl.float32))
+
+
+@pytest.mark.parametrize("np_dtype", [ml_dtypes.float8_e5m2, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fnuz])
+def test_strided_views_of_ml_dtypes_arrays_pass_as_their_span(rng, np_dtype):
+    a = rng.standard_normal((6, 10)).astype(np_dtype)
+    key, buffer = specialize(a.T)  # a transpose: kernels address it through its own strides
+    assert key[0] == "*" + {ml_dtypes.float8_e5m2: "fp8e5", ml_dtypes.bfloat16: "bf16"}.get(np_dtype, "fp8e4b8")
+    assert buffer.dtype == a.dtype and np.shares_memory(buffer, a)
+    bits = np.dtype(f"u{a.itemsize}")
+    np.testing.assert_array_equal(buffer.view(bits), a.reshape(-1).view(bits))  # memory order

@@ -20,10 +20,13 @@ from xdsl.ir import Block, Operation, SSAValue
 from kernellab.backends.llvm.debuginfo import DebugInfo
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.layout import Lay, _log2, layout_of_type
-from kernellab.backends.llvm.smem import BarrierTracker, Interval, SmemPlan, plan_shared_memory
+from kernellab.backends.llvm.smem import ALIGN, BarrierTracker, Interval, SmemPlan, plan_shared_memory
 from kernellab.backends.llvm.target import Target
 from kernellab.backends.llvm.types import I32, I8, TV, VOID, llty, mem_bytes
 from kernellab.ir import tt, ttg
+
+
+SMEM_BASE_ALIGN = 1024  # the largest alignment a buffer asks for (_memdesc_align)
 
 
 class Lowering:
@@ -94,7 +97,7 @@ class Lowering:
         if self.smem.total:
             g = ir.GlobalVariable(self.mod, ir.ArrayType(I8, 0), "global_smem", addrspace=3)
             g.linkage = "external"
-            g.align = 16
+            g.align = SMEM_BASE_ALIGN
             self.smem_global = g
             self.smem_base = opaque(g)
         self.barriers = BarrierTracker(lambda: self.target.barrier(self))
@@ -302,7 +305,7 @@ class Lowering:
 
     def plan_shared_memory(self, func) -> SmemPlan:
         """Where each op's scratch and each ttg.local_alloc buffer lives (liveness-based)."""
-        return plan_shared_memory(func, self._scratch_bytes, self._memdesc_bytes)
+        return plan_shared_memory(func, self._scratch_bytes, self._memdesc_bytes, self._memdesc_align)
 
     def _scratch_bytes(self, op) -> int:
         fn = self.scratch_rules.get(type(op))
@@ -313,6 +316,14 @@ class Lowering:
         for s in t.shape:
             n *= s
         return n * mem_bytes(t.element_type)
+
+    @staticmethod
+    def _memdesc_align(t) -> int:
+        """An NVMMA buffer starts where its swizzle pattern does (8 rows of the swizzle width),
+        as the tensor cores' descriptors assume; other buffers on 16 bytes."""
+        if isinstance(t.encoding, ttg.NVMMASharedEncodingAttr):
+            return 8 * t.encoding.swizzle_bytes
+        return ALIGN
 
     def smem_ptr(self, byte_offset):
         """ptr addrspace(3) to `byte_offset` (int or i32 value) in the dynamic shared array."""

@@ -18,6 +18,7 @@ from kernellab.backends.llvm.smem_vectors import (
 )
 from kernellab.backends.llvm.types import I32, TV, SmemBuf
 from kernellab.ir import ttg
+from kernellab.layouts import nvmma_swizzle
 
 
 def base_offset(ctx, buf: SmemBuf):
@@ -43,9 +44,14 @@ def smem_buf_of(ctx, value) -> SmemBuf:
     t = value.type
     enc = t.encoding
     shape = tuple(t.shape)
-    if isinstance(enc, ttg.SwizzledSharedEncodingAttr):
+    if isinstance(enc, ttg.SHARED_ENCODINGS):
         ring_dims = len(shape) - len(enc.order)  # a ring's leading dims are its outermost
         order = tuple(d + ring_dims for d in enc.order) + tuple(reversed(range(ring_dims)))
+        if isinstance(enc, ttg.NVMMASharedEncodingAttr):
+            width, vec, per_phase, max_phase = nvmma_swizzle(enc.swizzle_bytes, enc.element_bits)
+            cols = shape[order[0]]
+            return SmemBuf(ctx.smem.buffers[value], shape, t.element_type, order, vec, per_phase,
+                           max_phase, block_cols=width if width < cols else 0)  # fmt: skip
         return SmemBuf(ctx.smem.buffers[value], shape, t.element_type, order,
                        enc.vec, enc.per_phase, enc.max_phase)  # fmt: skip
     order = tuple(reversed(range(len(shape))))
@@ -62,11 +68,19 @@ def smem_offset(ctx, buf: SmemBuf, coords: list):
     col_dim, row_dim = order[0], order[1]
     col, row = coords[col_dim], coords[row_dim]
     ncol = buf.shape[col_dim]
+    block = None
+    if buf.block_cols:  # column blocks of block_cols, each holding every row
+        block = b.lshr(col, I32(_log2(buf.block_cols)))
+        col = b.and_(col, I32(buf.block_cols - 1))
+        ncol = buf.block_cols
     if buf.max_phase > 1:
         phase = b.and_(b.lshr(row, I32(_log2(buf.per_phase))), I32(buf.max_phase - 1))
         vec_shift = _log2(buf.vec)
         col = b.xor(col, b.shl(phase, I32(vec_shift)))
     off = b.add(b.mul(row, I32(ncol)), col)
+    if block is not None:
+        off = b.add(off, b.mul(block, I32(ncol * buf.shape[row_dim])))
+        ncol = buf.shape[col_dim]
     stride = ncol * buf.shape[row_dim]
     for d in order[2:]:
         off = b.add(off, b.mul(coords[d], I32(stride)))

@@ -47,6 +47,7 @@ class Placement:
     start: int
     end: int
     offset: int = -1
+    align: int = ALIGN
 
 
 @dataclass
@@ -63,9 +64,10 @@ class SmemPlan:
         return self.op_accesses.get(op, [])
 
 
-def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes) -> SmemPlan:
+def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes, memdesc_align=lambda t: ALIGN) -> SmemPlan:
     """Assign offsets. `scratch_bytes(op) -> int` says how much scratch an op needs;
-    `memdesc_bytes(type) -> int` the size of a local_alloc buffer."""
+    `memdesc_bytes(type) -> int` the size of a local_alloc buffer, `memdesc_align(type)` the
+    alignment its layout needs (a swizzle the hardware applies repeats on 256..1024 bytes)."""
     order: dict[Operation, int] = {}
     ends: dict[Operation, int] = {}
     counter = 0
@@ -110,12 +112,14 @@ def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes) -> SmemPlan:
                 if anc is None:
                     anc = user
                 end = max(end, ends.get(anc, order.get(user, 0) + 1))
-            bufs.append(Placement(value, memdesc_bytes(value.type), start, end))
+            bufs.append(Placement(value, memdesc_bytes(value.type), start, end,
+                                  align=memdesc_align(value.type)))  # fmt: skip
 
     placed: list[Placement] = []
     for b in sorted(bufs, key=lambda b: (-b.size, b.start)):
         offset = 0
         while True:
+            offset = (offset + b.align - 1) // b.align * b.align
             clash = [
                 p for p in placed
                 if p.start < b.end and b.start < p.end
@@ -124,7 +128,6 @@ def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes) -> SmemPlan:
             if not clash:
                 break
             offset = max(p.offset + p.size for p in clash)
-            offset = (offset + ALIGN - 1) // ALIGN * ALIGN
         b.offset = offset
         placed.append(b)
 

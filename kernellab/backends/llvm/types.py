@@ -158,3 +158,4 @@ class SmemBuf:
     per_phase: int = 1
     max_phase: int = 1
     slot_offset: object = None
+    block_cols: int = 0  # NVMMA: the fastest dim cut into blocks this wide, one after another

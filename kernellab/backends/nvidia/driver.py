@@ -161,7 +161,10 @@ class DeviceInfo:
 
     @property
     def arch(self) -> str:
-        return f"sm_{self.capability[0]}{self.capability[1]}"
+        """The target kernels for this GPU compile for: sm_90a on Hopper (its wgmma is
+        arch-specific: such a cubin runs on compute capability 9.0 only), else sm_XY."""
+        suffix = "a" if self.capability == (9, 0) else ""
+        return f"sm_{self.capability[0]}{self.capability[1]}{suffix}"
 
 
 @functools.cache

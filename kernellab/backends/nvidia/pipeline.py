@@ -5,7 +5,8 @@ ptx.py for LLVM's); every pipeline runs through the traced pass manager.
 ttgir stage, TTIR in, TTGIR with every layout chosen out:
 1. convert_to_ttgpuir        default layouts and module attributes (num_warps, target).
 2. coalesce                   memory ops get the layouts that vectorize and coalesce (AxisInfo).
-3. accelerate_matmul          dots with a tensor-core form get MMA v2 layouts (mma.sync).
+3. accelerate_matmul          dots with a tensor-core form get MMA v3 (wgmma, on sm_90a) or
+                              MMA v2 layouts (mma.sync).
 4. remove_layout_conversions  computations move into the memory ops' layouts.
 5. reduce_data_duplication    conversions into dot-operand layouts go through shared memory.
 6. pipeline                   loops over dot operands (and loops asking with tl.range's
@@ -108,7 +109,12 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
             "shared_limit": limits["max_shared_per_block"] if limits else None,
         },
     )
-    configured = {convert_to_ttgpuir: convert, pipeline_loops: pipeline}
+    accelerate = _Configured(
+        accelerate_matmul.NAME,
+        accelerate_matmul.run,
+        {"wgmma": _option(options, "target", "sm_90") == "sm_90a"},
+    )
+    configured = {convert_to_ttgpuir: convert, accelerate_matmul: accelerate, pipeline_loops: pipeline}
     passes = [configured.get(p, p) for p in TTGIR_PASSES]
     verify = bool(_option(options, "debug", False))
     return PassManager(passes, trace=trace, verify=verify).run(module)

@@ -34,10 +34,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint
 
 from kernellab.ir import tt, ttg
 from kernellab.passes.manager import PassOutcome
 from kernellab.passes.rewrite import Rewrites, apply_to_each, pattern
+from kernellab.passes.ttgir import mma_v3
 from kernellab.passes.ttgir.encodings import convert_before
 
 NAME = "accelerate_matmul"
@@ -84,9 +86,10 @@ def k_width(elem) -> int:
     return max(1, 32 // elem.bitwidth)
 
 
-def run(module: ModuleOp) -> PassOutcome:
+def run(module: ModuleOp, wgmma: bool = False) -> PassOutcome:
+    """`wgmma`: the target is sm_90a, whose dots may use MMA v3 (mma_v3.py) before MMA v2."""
     rewrites = Rewrites()
-    apply_to_each(_fma_dots(module), [MMA_V2_DOT], rewrites)
+    apply_to_each(_fma_dots(module), [MMA_V3_DOT, MMA_V2_DOT] if wgmma else [MMA_V2_DOT], rewrites)
     arch = _arch(ttg.target(module))
     stays = [f"tt.dot{_line(op)} stays on FMA: {_why_not(op, arch)}" for op in _fma_dots(module)]
     return PassOutcome(rewrites.changed, "; ".join([rewrites.summary, *stays]))
@@ -185,11 +188,7 @@ def _to_mma(op: tt.DotOp, rewriter: PatternRewriter) -> bool:
     dot = tt.DotOp(*operands, acc, op.input_precision.data, op.max_num_imprecise_acc.value.data)
     dot.location = op.location
     rewriter.replace(op, [dot, ttg.ConvertLayoutOp(dot.d, op.d.type)])
-    for owner in old_converts:  # the old operands' conversions, now unused
-        while isinstance(owner, ttg.ConvertLayoutOp) and not owner.result.uses:
-            source = owner.src.owner
-            rewriter.erase(owner)
-            owner = source
+    _erase_unused_conversions(old_converts, rewriter)
     return True
 
 
@@ -200,4 +199,31 @@ def _unconverted(value: SSAValue) -> SSAValue:
     return value
 
 
+def _to_mma_v3(op: tt.DotOp, rewriter: PatternRewriter) -> bool:
+    """The FMA dot `op` as a warp-group dot on MMA v3, if it has a wgmma form (mma_v3.py)."""
+    module = op.get_toplevel_object()
+    num_warps = ttg.num_warps(module)
+    if not _on_fma(op) or _why_not(op, _arch(ttg.target(module))) or mma_v3.why_not(op, num_warps):
+        return False
+    old_converts = [v.owner for v in op.operands]
+    allocs, mma = mma_v3.to_warp_group_dot(op, num_warps)
+    for alloc in allocs:
+        rewriter.insert(alloc, InsertPoint.before(op))
+    acc = convert_before(_unconverted(op.c), mma, op)
+    dot = mma_v3.warp_group_dot(allocs, acc, op)
+    rewriter.replace(op, [dot, ttg.ConvertLayoutOp(dot.d, op.d.type)])
+    _erase_unused_conversions(old_converts, rewriter)
+    return True
+
+
+def _erase_unused_conversions(owners, rewriter: PatternRewriter) -> None:
+    """The old operands' conversions, now unused."""
+    for owner in owners:
+        while isinstance(owner, ttg.ConvertLayoutOp) and not owner.result.uses:
+            source = owner.src.owner
+            rewriter.erase(owner)
+            owner = source
+
+
 MMA_V2_DOT = pattern("mma-v2-dot", _to_mma, [tt.DotOp.name])
+MMA_V3_DOT = pattern("mma-v3-dot", _to_mma_v3, [tt.DotOp.name])

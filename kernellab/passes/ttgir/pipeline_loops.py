@@ -37,12 +37,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i1, i32
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, UnitAttr, i1, i32
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from kernellab.ir import arith, tt, ttg
+from kernellab.ir import arith, tt, ttg, ttng
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.ttgir import axis_info
 from kernellab.passes.ttgir.axis_info import element_bytes
@@ -50,6 +50,7 @@ from kernellab.passes.ttgir.axis_info import element_bytes
 NAME = "pipeline"
 
 MIN_COPY_BYTES = 4  # cp.async moves 4, 8 or 16 bytes
+DOTS = (tt.DotOp, ttng.WarpGroupDotOp)
 
 
 def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) -> Rewrites:
@@ -100,7 +101,7 @@ def _stages(loop: scf.ForOp, default: int) -> int:
     attr = loop.attributes.get("tt.num_stages")
     if isinstance(attr, IntegerAttr):
         return attr.value.data
-    if any(isinstance(op, tt.DotOp) for op in loop.body.block.ops):
+    if any(isinstance(op, DOTS) for op in loop.body.block.ops):
         return default
     return 1
 
@@ -125,7 +126,7 @@ class _Plan:
 
 def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
     body = loop.body.block
-    has_dot = any(isinstance(op, tt.DotOp) for op in body.ops)
+    has_dot = any(isinstance(op, DOTS) for op in body.ops)
     loads = []
     for op in body.ops:
         if not isinstance(op, tt.LoadOp) or not isinstance(op.result.type, TensorType):
@@ -189,11 +190,12 @@ def _copyable(load: tt.LoadOp, shared, analysis) -> bool:
         analysis.ptr_vector_elems(load.ptr, order),
         analysis.mask_alignment(load.mask, order),
     )
-    if isinstance(shared, ttg.SwizzledSharedEncodingAttr):
-        if shared.max_phase > 1 or tuple(shared.order) != tuple(order):
-            elems = min(elems, shared.vec if tuple(shared.order) == tuple(order) else 1)
-    else:
-        return False
+    if tuple(shared.order) != tuple(order):
+        elems = 1  # a thread's run is strided in the buffer
+    elif isinstance(shared, ttg.NVMMASharedEncodingAttr):
+        elems = min(elems, 128 // shared.element_bits)  # inside one 16-byte swizzle chunk
+    elif shared.max_phase > 1:
+        elems = min(elems, shared.vec)
     nbytes = element_bytes(load.result.type)
     return elems * nbytes >= MIN_COPY_BYTES and _tile_bytes(load.result.type) % 16 == 0
 
@@ -316,6 +318,8 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     iv = body.args[0]
     iv_type = iv.type
     slots = stages - 1
+    async_dot = _async_dot(body, plan, stages)
+    ahead = slots - 1 if async_dot else slots  # iterations in flight beyond this one
     before = _Builder(InsertPoint.before(loop))
 
     rings = []
@@ -326,9 +330,9 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         )
         rings.append(before.add(ttg.LocalAllocOp(ring_type)).result)
 
-    # prologue: iterations 0..S-2 into slots 0..S-2
+    # prologue: iterations 0..ahead-1 into slots 0..ahead-1
     carried = {body.args[i + 1]: loop.iter_args[i] for i in plan.ahead}
-    for i in range(slots):
+    for i in range(ahead):
         offset = before.add(arith.MuliOp(loop.step, before.const(i, iv_type))).result
         k = before.add(arith.AddiOp(loop.lb, offset)).result
         live = before.add(arith.CmpiOp("slt", k, loop.ub)).result
@@ -337,25 +341,36 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         nexts = _next_values(before, plan, body, env)
         carried = {body.args[j + 1]: nexts[j] for j in plan.ahead}
 
-    # the loop: the ahead iter_args start S-1 iterations in; the slot counter is carried
+    # the loop: the ahead iter_args start `ahead` iterations in; slot counters are carried
     inits = list(loop.iter_args)
     for j in plan.ahead:
         inits[j] = carried[body.args[j + 1]]
-    slot = body.insert_arg(i32, len(body.args))
+    read_slot = body.insert_arg(i32, len(body.args))
     inits.append(before.const(0))
+    write_slot = read_slot
+    if ahead != slots:
+        write_slot = body.insert_arg(i32, len(body.args))
+        inits.append(before.const(ahead))
 
-    _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(stages - 2))
-    reads = [_read_slot(item, ring, slot) for item, ring in zip(plan.loads, rings)]
-    issue = _Builder(InsertPoint.after(_last_reader(body, reads)))
+    _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
+    reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
+    if async_dot is not None:
+        refill_after = _wait_for_previous_dot(async_dot)
+    else:
+        refill_after = _last_reader(body, reads)
+    issue = _Builder(InsertPoint.after(refill_after))
     ahead_k = issue.add(
-        arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(slots, iv_type))).result)
+        arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(ahead, iv_type))).result)
     ).result
     live = issue.add(arith.CmpiOp("slt", ahead_k, loop.ub)).result
-    _issue(issue, plan, rings, slot, live, {iv: ahead_k})
+    _issue(issue, plan, rings, write_slot, live, {iv: ahead_k})
 
     yield_op = body.last_op
-    next_slot = _advance(_Builder(InsertPoint.before(yield_op)), slot, slots)
-    Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, next_slot))
+    at_end = _Builder(InsertPoint.before(yield_op))
+    counters = [_advance(at_end, read_slot, slots)]
+    if write_slot is not read_slot:
+        counters.append(_advance(at_end, write_slot, slots))
+    Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *counters))
 
     new_body = Rewriter.move_region_contents_to_new_regions(loop.body)
     new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, new_body)
@@ -366,8 +381,49 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     Rewriter.erase_op(loop)
 
     drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
+    if async_dot is not None:  # the last dot may still run: wait before the result is read
+        index = next(i for i, v in enumerate(new_body.block.last_op.operands) if v.owner is async_dot.next_wait)
+        result = new_loop.results[index]
+        final = ttng.WarpGroupDotWaitOp(result, 0)
+        result.replace_uses_with_if(final.result, lambda use: use.operation is not final)
+        drain.insert(0, final)
     for op in reversed(drain):
         Rewriter.insert_op(op, InsertPoint.after(new_loop))
+
+
+@dataclass
+class _AsyncDot:
+    dot: ttng.WarpGroupDotOp
+    next_wait: Operation | None = None
+
+
+def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
+    """The loop's warp-group dot, when it can run asynchronously: its operands are both
+    pipelined, its result only carried to the next iteration, and at least 3 stages (one
+    slot is still read by the running dot while another is refilled)."""
+    dots = [op for op in body.ops if isinstance(op, ttng.WarpGroupDotOp)]
+    if stages < 3 or len(dots) != 1:
+        return None
+    dot = dots[0]
+    allocs = {item.alloc for item in plan.loads if item.alloc is not None}
+    if {dot.a.owner, dot.b.owner} - allocs:
+        return None
+    uses = list(dot.d.uses)
+    if len(uses) != 1 or uses[0].operation is not body.last_op:
+        return None
+    return _AsyncDot(dot)
+
+
+def _wait_for_previous_dot(async_dot: _AsyncDot) -> Operation:
+    """Make the dot asynchronous and wait, right after issuing it, for the previous
+    iteration's (whose slots the refill reuses); the wait op."""
+    dot = async_dot.dot
+    dot.properties["isAsync"] = UnitAttr()
+    wait = ttng.WarpGroupDotWaitOp(dot.d, 1)
+    Rewriter.insert_op(wait, InsertPoint.after(dot))
+    dot.d.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
+    async_dot.next_wait = wait
+    return wait
 
 
 def _next_values(b: _Builder, plan: _Plan, body: Block, env: dict) -> dict[int, SSAValue]:

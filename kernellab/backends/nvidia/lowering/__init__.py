@@ -11,11 +11,11 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
-from kernellab.backends.nvidia.lowering import async_copy, debug, mma
+from kernellab.backends.nvidia.lowering import async_copy, debug, mma, wgmma
 from kernellab.backends.nvidia.lowering.target import NvidiaTarget
 from kernellab.ir import tt, ttg
 
-RULES = {**CORE_RULES, **debug.RULES, **mma.RULES, **async_copy.RULES}
+RULES = {**CORE_RULES, **debug.RULES, **mma.RULES, **wgmma.RULES, **async_copy.RULES}
 SCRATCH = dict(CORE_SCRATCH)
 
 

@@ -9,8 +9,8 @@ destination with zeros and reads nothing.
 
 Barriers. Copies write shared memory behind the threads' backs, so the barrier tracker learns
 about them at the wait: `ttg.async_wait` is `cp.async.wait_group N` (this thread's copies have
-landed) followed by a `bar.sync` (every thread's have, and every read issued before the wait
-is done). A copy itself only needs the bytes it overwrites to be free of pending accesses; in a
+landed), on sm_90 `fence.proxy.async` (wgmma may read them next), then a `bar.sync` (every
+thread's have landed, and every read issued before the wait is done). A copy itself only needs the bytes it overwrites to be free of pending accesses; in a
 pipelined loop the wait's barrier has already freed the slot it writes.
 """
 
@@ -22,6 +22,7 @@ from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.memory import vector_width
 from kernellab.backends.llvm.shared_buffers import buffer_interval, element_pointer, vector_run
 from kernellab.backends.llvm.types import I32, I64, mem_bytes
+from kernellab.backends.nvidia.lowering.wgmma import FENCE_ASYNC_PROXY
 from kernellab.ir import ttg
 
 COPY_BYTES = (4, 8, 16)
@@ -65,6 +66,8 @@ def _commit_group(ctx, op: ttg.AsyncCommitGroupOp) -> None:
 
 def _wait(ctx, op: ttg.AsyncWaitOp) -> None:
     ctx.asm(ir.VoidType(), f"cp.async.wait_group {op.pending};", "", [], side_effect=True)
+    if ctx.target.arch >= 90:  # the copies' bytes may be read by wgmma (the async proxy) next
+        ctx.asm(ir.VoidType(), FENCE_ASYNC_PROXY, "", [], side_effect=True)
     ctx.barriers.barrier()
     ctx.set(op.result, None)
 

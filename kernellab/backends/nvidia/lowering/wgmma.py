@@ -1,0 +1,157 @@
+"""ttng.warp_group_dot on Hopper's tensor cores: wgmma.mma_async with both operands read from
+shared memory through matrix descriptors (sm_90a).
+
+Each warp group (4 consecutive warps) computes 64 rows of the tile per instruction
+`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}`: the accumulator's MMA v3 layout gives
+every warp 16 rows, and instruction register i of a thread holds row 8*((i >> 1) & 1) and
+column (i & 1) + 8*(i >> 2) of the thread's part (the layout's register bases say which
+accumulator register that is). A K step of 16 issues one instruction per 64-row repeat and per
+N repeat; the steps run between `wgmma.fence` and one `commit_group`, then `wait_group 0`, or,
+for an asynchronous dot, nothing: a `ttng.warp_group_dot_wait` later waits (wait_group N with
+the accumulator's registers passed through it, so nothing reads them earlier).
+
+Descriptors (PTX ISA, "Matrix Descriptor Format"): start address, leading and stride byte
+offsets and the swizzle mode of the operand's #ttg.nvmma_shared buffer. The buffer is cut along
+its contiguous dim into panels of the swizzle width S, each panel holding every line (row of the
+other dim) S bytes apart; a sub-tile starts at panel * lines * S + line * S + (offset in the
+panel), unswizzled: the hardware swizzles address bits 4-6 with 7-9 itself, which is why NVMMA
+buffers are aligned to 8 lines of S bytes. An operand whose contiguous dim is K is K-major
+(stride byte offset: 8 lines; leading byte offset unused, 16); one whose contiguous dim is M
+or N is MN-major (transposed in the instruction; leading byte offset: the panel stride).
+
+Ordering: threads write the buffers with ordinary or cp.async stores, which the tensor cores
+(the async proxy) see only after `fence.proxy.async.shared::cta` in the writing threads and a
+barrier.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+from xdsl.dialects.builtin import BFloat16Type
+
+from kernellab.backends.llvm.layout import _log2
+from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval
+from kernellab.backends.llvm.types import F32, I32, I64, TV
+from kernellab.ir import ttg, ttng
+
+SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+INSTR_M, INSTR_K = 64, 16
+FENCE_ASYNC_PROXY = "fence.proxy.async.shared::cta;"
+
+
+def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
+    b = ctx.b
+    mma = ttg.encoding_of(op.d.type)
+    wm, wn = mma.warps_per_cta
+    n_instr = mma.instr_shape[1]
+    m, n = op.d.type.get_shape()
+    k = op.a.type.get_shape()[1]
+    lay = ctx.lay(op.d.type)
+    regs = list(ctx.regs(op.c, lay))
+
+    ctx.asm(ir.VoidType(), FENCE_ASYNC_PROXY, "", [], side_effect=True)
+    ctx.smem_access(buffer_interval(ctx, op.a), write=False)
+    ctx.smem_access(buffer_interval(ctx, op.b), write=False)
+
+    warp_m = b.and_(ctx.warp, I32(wm - 1))  # warps are numbered along M first (MMA v3)
+    group_row = b.shl(b.lshr(warp_m, I32(2)), I32(6))  # 64 rows per warp group
+    warp_col = b.mul(b.lshr(ctx.warp, I32(_log2(wm))), I32(n_instr))
+    a_desc = _Descriptor(ctx, op.a, k_dim=1)
+    b_desc = _Descriptor(ctx, op.b, k_dim=0)
+    kind = "bf16" if isinstance(op.a.type.element_type, BFloat16Type) else "f16"
+    text = _instruction_text(n_instr, kind, a_desc.transposed, b_desc.transposed)
+    count = n_instr // 2
+    constraints = ",".join(["=f"] * count + ["l", "l"] + [str(i) for i in range(count)])
+    result_type = ir.LiteralStructType([F32] * count)
+
+    ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
+    for kk in range(0, k, INSTR_K):
+        for m_rep in range(0, m, 16 * wm):
+            rows = b.add(group_row, I32(m_rep))
+            for n_rep in range(0, n, n_instr * wn):
+                cols = b.add(warp_col, I32(n_rep))
+                slots = [_register(lay, m_rep + 8 * ((i >> 1) & 1), n_rep + (i & 1) + 8 * (i >> 2))
+                         for i in range(count)]  # fmt: skip
+                args = [a_desc.at(rows, I32(kk)), b_desc.at(I32(kk), cols)] + [regs[r] for r in slots]
+                out = ctx.asm(result_type, text, constraints, args, side_effect=True)
+                for i, r in enumerate(slots):
+                    regs[r] = b.extract_value(out, i)
+    ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
+    if op.is_async is None:
+        regs = _wait(ctx, regs, 0)
+    ctx.set(op.d, TV(regs, lay, op.d.type.element_type))
+
+
+def _warp_group_dot_wait(ctx, op: ttng.WarpGroupDotWaitOp) -> None:
+    tv = ctx.get(op.src)
+    ctx.set(op.result, TV(_wait(ctx, list(tv.regs), op.pendings.value.data), tv.lay, tv.elem))
+
+
+def _wait(ctx, regs: list, pendings: int) -> list:
+    """`wgmma.wait_group pendings` with the accumulator registers passed through it, so that
+    nothing reads them before it (LLVM sees the wait produce them)."""
+    count = len(regs)
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)])
+    result_type = ir.LiteralStructType([F32] * count)
+    out = ctx.asm(result_type, f"wgmma.wait_group.sync.aligned {pendings};", constraints, regs,
+                  side_effect=True)  # fmt: skip
+    return [ctx.b.extract_value(out, i) for i in range(count)]
+
+
+def _instruction_text(n_instr: int, kind: str, trans_a: bool, trans_b: bool) -> str:
+    count = n_instr // 2
+    outs = ",".join(f"${i}" for i in range(count))
+    return (
+        "{ .reg .pred p; setp.eq.u32 p, 1, 1; "
+        f"wgmma.mma_async.sync.aligned.m64n{n_instr}k16.f32.{kind}.{kind} "
+        f"{{{outs}}}, ${count}, ${count + 1}, p, 1, 1, {int(trans_a)}, {int(trans_b)}; }}"
+    )
+
+
+def _register(lay, row: int, col: int) -> int:
+    """The accumulator register holding (row, col) of the register part of the layout."""
+    flat = (row << lay.dim_shift(0)) | (col << lay.dim_shift(1))
+    return lay.reg_of_flat[flat]
+
+
+class _Descriptor:
+    """wgmma matrix descriptors of sub-tiles of one operand buffer (see the module docstring);
+    `k_dim` is the operand's K dim (1 for A, 0 for B)."""
+
+    def __init__(self, ctx, value, k_dim: int):
+        encoding = value.type.encoding
+        self.ctx = ctx
+        self.buf = ctx.get(value)
+        self.swizzle = encoding.swizzle_bytes
+        self.elem_bytes = encoding.element_bits // 8
+        contiguous = self.buf.order[0]
+        self.transposed = contiguous != k_dim  # MN-major
+        self.contiguous = contiguous
+        self.lines = self.buf.shape[self.buf.order[1]]
+        panel_stride = self.lines * self.swizzle
+        leading = panel_stride if self.transposed else 16
+        stride = 8 * self.swizzle
+        self.fields = I64(
+            ((leading >> 4) & 0x3FFF) << 16
+            | ((stride >> 4) & 0x3FFF) << 32
+            | SWIZZLE_MODE[self.swizzle] << 62
+        )
+        smem = ctx.smem_ptr(base_offset(ctx, self.buf))
+        self.base = ctx.b.ptrtoint(smem, I32)
+
+    def at(self, row, col):
+        """The descriptor of the sub-tile starting at (row, col) (i32 values) of the buffer."""
+        b = self.ctx.b
+        coords = (row, col)
+        along = b.mul(coords[self.contiguous], I32(self.elem_bytes))
+        line = coords[1 - self.contiguous]
+        shift = _log2(self.swizzle)
+        panel = b.mul(b.lshr(along, I32(shift)), I32(self.lines * self.swizzle))
+        offset = b.add(panel, b.add(b.mul(line, I32(self.swizzle)), b.and_(along, I32(self.swizzle - 1))))
+        address = b.add(self.base, offset)
+        start = b.zext(b.and_(b.lshr(address, I32(4)), I32(0x3FFF)), I64)
+        return b.or_(start, self.fields)
+
+
+# op class -> fn(ctx, op): NVIDIA's rule for Hopper's warp-group dot
+RULES = {ttng.WarpGroupDotOp: _warp_group_dot, ttng.WarpGroupDotWaitOp: _warp_group_dot_wait}

@@ -1,0 +1,72 @@
+"""Hopper's wgmma path without a GPU: which dots accelerate_matmul puts on MMA v3 for sm_90a
+(and why others stay on MMA v2), the TTGIR it leaves (NVMMA shared operands, a warp-group dot
+fed by the pipeliner's rings), and PTX for every tutorial config assembled for sm_90a."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import kernellab as kl
+from kernellab.examples import matmul_kernel
+from kernellab.layouts import nvmma_shared
+from tests.filecheck import check
+
+SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
+ALIGNED = {"tt.divisibility": 16}
+ATTRS = {n: ALIGNED for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                              "stride_cm")}  # fmt: skip
+TUTORIAL_CONFIGS = [(128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4),
+                    (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 32, 32, 4, 4)]  # fmt: skip
+
+
+def compile_matmul(bm, bn, bk, warps, stages, target="sm_90a", signature=SIGNATURE):
+    constexprs = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+                      ACTIVATION="", stride_ak=1, stride_bn=1, stride_cn=1)  # fmt: skip
+    return kl.compile(matmul_kernel, signature=signature, constexprs=constexprs, attrs=ATTRS,
+                      target=target, num_warps=warps, num_stages=stages)  # fmt: skip
+
+
+def test_tutorial_matmul_on_sm_90a_is_a_pipelined_warp_group_dot():
+    ttgir = compile_matmul(128, 128, 64, 4, 3).asm["ttgir"]
+    check(ttgir, [
+        "#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 16]}>",
+        "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 16}>",
+        "ttg.local_alloc : () -> !ttg.memdesc<2x128x64xf16, #shared, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<2x64x128xf16, #shared, #smem, mutable>",
+        "scf.for", "ttg.async_wait", "ttg.memdesc_index", "ttg.memdesc_index",
+        "ttng.warp_group_dot", "ttg.async_copy_global_to_local", "ttg.async_copy_global_to_local",
+    ])  # fmt: skip
+    assert "ttg.local_load" not in ttgir.split("scf.for")[1].split("scf.yield")[0]
+
+
+@pytest.mark.parametrize("config", TUTORIAL_CONFIGS, ids=lambda c: "x".join(map(str, c)))
+def test_tutorial_configs_assemble_for_sm_90a_with_wgmma(config):
+    bm, bn, bk, warps, stages = config
+    ck = compile_matmul(*config)
+    ptx = ck.asm["ptx"]
+    assert ".target sm_90a" in ptx and "wgmma.fence.sync.aligned" in ptx
+    n_instr = bn if warps == 4 or bm >= 128 else bn // 2
+    shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.f16\.f16", ptx))
+    assert shapes == {str(min(256, n_instr))}
+    assert "fence.proxy.async.shared::cta" in ptx and ck.metadata["spills"] == 0
+    assert len(ck.asm["cubin"]) > 0  # ptxas (nvJitLink) accepted it
+
+
+def test_the_other_targets_and_two_warps_stay_on_mma_v2():
+    assert "mma.sync.aligned.m16n8k16" in compile_matmul(128, 128, 32, 4, 3, target="sm_90").asm["ptx"]
+    ttgir = compile_matmul(64, 32, 32, 2, 3).asm["ttgir"]
+    assert "versionMajor = 2" in ttgir
+    record = next(r for r in compile_matmul(64, 32, 32, 2, 3).passes if r.name == "accelerate_matmul")
+    assert "mma-v2-dot" in record.summary
+
+
+def test_nvmma_layout_cuts_the_contiguous_dim_into_swizzle_wide_panels():
+    """64 x 128 fp16 with a 128-byte swizzle: two panels of 64 columns, each row's 16-byte
+    chunks XORed with the row (mod 8); the layout the lab draws is the one the lowering uses."""
+    layout = nvmma_shared(128, 16, False, [64, 128])
+    bases = dict(zip(range(13), layout.bases["offset"]))
+    assert [bases[i] for i in range(6)] == [(0, 1), (0, 2), (0, 4), (0, 8), (0, 16), (0, 32)]
+    assert bases[6] == (1, 8) and bases[8] == (4, 32) and bases[9] == (8, 0)
+    assert bases[12] == (0, 64)  # after all 64 rows of the first panel

@@ -1,0 +1,60 @@
+"""wgmma on a Hopper GPU (`-m gpu`, compute capability 9.0: kernels compile for sm_90a there),
+against float64: the tutorial matmul over the tile configs Triton's tutorial tunes, fp16 and
+bf16, with A and B each K-major or MN-major in memory (both descriptor forms), K masked."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernellab as kl
+from kernellab.examples import matmul_kernel
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs a Hopper GPU (compute capability 9.0)")
+    return torch
+
+
+CONFIGS = [(128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4),
+           (64, 128, 32, 4, 4), (128, 32, 32, 4, 4), (128, 128, 64, 8, 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("a_major, b_major", [("k", "mn"), ("mn", "k"), ("k", "k"), ("mn", "mn")])
+def test_wgmma_matmul_matches_float64(torch, config, dtype, a_major, b_major):
+    bm, bn, bk, warps, stages = config
+    M, N, K = 256, 512, 3 * bk + 16  # the last K tile half masked
+    rng = np.random.default_rng()
+    tdtype = getattr(torch, dtype)
+    a_np = rng.standard_normal((M, K)).astype(np.float32)
+    b_np = rng.standard_normal((K, N)).astype(np.float32)
+    # K-major A is row-major (M x K); MN-major A is stored K x M and viewed transposed
+    a = (torch.from_numpy(a_np) if a_major == "k" else torch.from_numpy(a_np.T.copy()).t()).to(tdtype).cuda()
+    b = (torch.from_numpy(b_np.T.copy()).t() if b_major == "k" else torch.from_numpy(b_np)).to(tdtype).cuda()
+    c = torch.full((M, N), float("nan"), dtype=torch.float16, device="cuda")
+    grid = (kl.cdiv(M, bm) * kl.cdiv(N, bn),)
+    compiled = matmul_kernel[grid](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        c.stride(1), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+        ACTIVATION="", num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    assert "wgmma.mma_async" in compiled.asm["ptx"]
+    a64 = a.float().cpu().numpy().astype(np.float64)
+    b64 = b.float().cpu().numpy().astype(np.float64)
+    ref = a64 @ b64
+    bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
+    got = c.float().cpu().numpy()
+    bad = ~(np.abs(got - ref) <= bound)
+    assert not bad.any(), (f"{int(bad.sum())} of {bad.size} off; first at "
+                           f"{tuple(np.argwhere(bad)[0])}: {got[tuple(np.argwhere(bad)[0])]} vs "
+                           f"{ref[tuple(np.argwhere(bad)[0])]}")  # fmt: skip
