@@ -38,6 +38,7 @@ _LAZY = {
     "testing": None,
     "language": None,
     "lab": None,
+    "profiler": None,
 }
 
 

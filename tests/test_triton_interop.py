@@ -42,8 +42,11 @@ def test_as_triton_gives_kernellab_under_tritons_import_names(clean_triton_names
 
         assert triton is kl and tl is kl_language and driver is kl.runtime.driver
         assert do_bench is kl.testing.do_bench and triton.jit is kl.jit
-        with pytest.raises(ImportError, match="triton.profiler has no kernellab counterpart"):
-            import triton.profiler  # noqa: F401
+        import triton.profiler as proton
+
+        assert proton is kl.profiler  # Triton's profiler calls: kernellab.profiler
+        with pytest.raises(ImportError, match="triton.tools has no kernellab counterpart"):
+            import triton.tools  # noqa: F401
     assert _triton_modules() == {}
 
 

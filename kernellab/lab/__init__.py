@@ -29,6 +29,7 @@ _LAZY = {
     "sram_row": "kernellab.lab.widgets",
     "tile_walk": "kernellab.lab.widgets",
     "bitonic": "kernellab.lab.widgets",
+    "ProfileView": "kernellab.lab.widgets",
     "dataflow_graph": "kernellab.lab.graphs",
     "pipeline_graph": "kernellab.lab.graphs",
     "check": "kernellab.lab.checks",

@@ -469,7 +469,14 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         grid = normalize_grid(grid)
         if ENTER_HOOKS:
             args_by_name = self.binder.meta(bound)
-            launch_hooks.notify(launch_hooks.describe(self.launch_metadata, grid, kernel, args_by_name))
+            launch = launch_hooks.describe(self.launch_metadata, grid, kernel, args_by_name, where)
+            after = launch_hooks.notify(launch)
+            try:
+                kernel.launch(bound.args, grid, None, where)
+            finally:
+                for done in after:
+                    done()
+            return kernel
         kernel.launch(bound.args, grid, None, where)
         return kernel
 

@@ -1,5 +1,8 @@
 """Launch hooks: a function called before every kernel launch, with the launch's metadata.
 
+A hook may return a function of no arguments: it is called right after the launch was issued
+(so a profiler can record events on the stream around it, or time an interpreter launch).
+
 Profilers name kernel launches and count their work through this. A kernel describes its own
 launches with `@kl.jit(launch_metadata=fn)` as in Triton: `fn(grid, kernel, args)` (the grid,
 the CompiledKernel, every parameter's value by name) returns a dict such as
@@ -26,6 +29,7 @@ class Launch:
     kernel: object  # the CompiledKernel
     args: dict
     metadata: dict = field(default_factory=dict)
+    where: tuple[int, bool] | None = None  # (GPU, on torch's stream?) as the JIT has it; None: CPU
 
 
 # The installed hooks; the JIT's warm path tests this list's truth on every launch.
@@ -44,7 +48,7 @@ def on_launch(hook: Callable[[Launch], None]) -> Iterator[Callable[[Launch], Non
         ENTER_HOOKS.remove(hook)
 
 
-def describe(launch_metadata, grid: tuple, kernel, args: dict) -> Launch:
+def describe(launch_metadata, grid: tuple, kernel, args: dict, where=None) -> Launch:
     """The Launch the hooks receive; `launch_metadata` is the kernel's `launch_metadata=` (or None)."""
     metadata = {}
     if launch_metadata is not None:
@@ -54,12 +58,17 @@ def describe(launch_metadata, grid: tuple, kernel, args: dict) -> Launch:
                 f"launch_metadata of {kernel.name} returned {type(metadata).__name__}; it must return "
                 'a dict such as {"name": ..., "flops": ..., "bytes": ...}'
             )
-    return Launch(str(metadata.get("name", kernel.name)), grid, kernel, args, metadata)
+    return Launch(str(metadata.get("name", kernel.name)), grid, kernel, args, metadata, where)
 
 
-def notify(launch: Launch) -> None:
+def notify(launch: Launch) -> list[Callable[[], None]]:
+    """Call every hook; returns what they asked to have called once the launch is issued."""
+    after = []
     for hook in list(ENTER_HOOKS):
-        hook(launch)
+        done = hook(launch)
+        if done is not None:
+            after.append(done)
+    return after
 
 
 __all__ = ["Launch", "ENTER_HOOKS", "on_launch", "describe", "notify"]

@@ -36,6 +36,7 @@ EXPECTED = [
     "07-bring-your-triton-kernel",
     "08-autotuning",
     "09-jit-cache",
+    "11-profiling",
     "exercises/puzzles",
 ]
 MIME = "application/vnd.kernellab.compile+json"
@@ -321,6 +322,16 @@ def check_09(nb, text):
     assert len(re.findall(r"… scale for sm_90: cubin.cubin", text)) == 3 and "cache hit: True" in text
 
 
+def check_11(nb, text):
+    clock = "GPU time" if "kernels run on the interpreter" not in text else "interpreter time"
+    assert f"{clock} (ms)" in text
+    assert "matmul_kernel [M=" in text and "tflop16/s" in text  # named by its launch_metadata
+    assert "schema kernellab.profile/1" in text and "TFLOP/s" in text
+    assert "rows sum to 1: True" in text
+    assert re.search(r"^\s+softmax_kernel \[kernel\]\s+3 ", text, re.MULTILINE)  # under step/softmax
+    assert "image/png" in mimetypes_of(nb) or "data:image/png" in str(nb)  # the flame charts
+
+
 CHECKS = {
     "01-vector-add": check_01,
     "02-fused-softmax": check_02,
@@ -331,5 +342,6 @@ CHECKS = {
     "07-bring-your-triton-kernel": check_07,
     "08-autotuning": check_08,
     "09-jit-cache": check_09,
+    "11-profiling": check_11,
     "exercises/puzzles": check_exercises,
 }
