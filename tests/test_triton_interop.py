@@ -45,8 +45,8 @@ def test_as_triton_gives_kernellab_under_tritons_import_names(clean_triton_names
         import triton.profiler as proton
 
         assert proton is kl.profiler  # Triton's profiler calls: kernellab.profiler
-        with pytest.raises(ImportError, match="triton.tools has no kernellab counterpart"):
-            import triton.tools  # noqa: F401
+        with pytest.raises(ImportError, match="triton.knobs has no kernellab counterpart"):
+            import triton.knobs  # noqa: F401
     assert _triton_modules() == {}
 
 
