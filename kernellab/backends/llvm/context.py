@@ -53,7 +53,6 @@ class Lowering:
         self._strings: dict[str, ir.GlobalVariable] = {}
         self.b: ir.IRBuilder | None = None
         self.current_op: Operation | None = None
-        self.smem_global = None
 
     # ------------------------------------------------------------------------ driver
 
@@ -65,9 +64,11 @@ class Lowering:
         self.func_op = func
         name = func.sym_name.data
         arg_types = [llty(t) for t in func.function_type.inputs.data]
-        fty = ir.FunctionType(VOID, arg_types)
+        hidden = self.target.hidden_params
+        fty = ir.FunctionType(VOID, arg_types + [ty for _, ty in hidden])
         fn = ir.Function(self.mod, fty, name)
         self.fn = fn
+        self.hidden = {hname: arg for (hname, _), arg in zip(hidden, fn.args[len(arg_types):])}
         threads = self.num_warps * self.threads_per_warp
         self.target.define_kernel(self, fn, threads)
         self.debug = DebugInfo(self.mod, fn, func, name)
@@ -92,11 +93,7 @@ class Lowering:
 
         self.smem = self.plan_shared_memory(func)
         if self.smem.total:
-            g = ir.GlobalVariable(self.mod, ir.ArrayType(I8, 0), "global_smem", addrspace=3)
-            g.linkage = "external"
-            g.align = 16
-            self.smem_global = g
-            self.smem_base = opaque(g)
+            self.smem_base = self.target.shared_memory(self, self.smem.total)
         self.barriers = BarrierTracker(lambda: self.target.barrier(self))
 
         self.lower_block(func.body.block)
