@@ -1,10 +1,11 @@
-"""The CPU backend: options, the stage dict {ttir, ttgir, llir, asm, obj}, parsers, launcher.
+"""The CPU backend: options, the stage dict {ttir, ttgir, llir, obj, asm}, parsers, launcher.
 
     ttir   the TTIR pipeline (shared with the interpreter)
     ttgir  pipeline.make_ttgir: the CPU layout (one thread per program holding whole tensors)
     llir   kernellab.backends.cpu.lowering.make_llir: the shared lowering core with the CPU target
-    asm    pipeline.make_asm: LLVM verify, O3 for the host CPU, its assembly (x86-64, AArch64)
-    obj    pipeline.make_object: the object code the launcher loads into llvmlite's MCJIT
+    obj    pipeline.make_object: LLVM verify, O3 for the host CPU, the object code the launcher
+           loads into llvmlite's MCJIT
+    asm    the host's assembly (x86-64, AArch64) of the same optimized module
 
 Compiles go through the disk cache like GPU ones (the object code is what a hit loads). The
 launcher runs the grid's programs in parallel on a thread pool (launcher.py).
@@ -37,12 +38,12 @@ class CpuOptions(CompileOptions):
 
 @dataclass
 class CpuArtifact:
-    """What the stages after TTGIR hand on: LLVM IR, the host module, object code, facts."""
+    """What the stages after TTGIR hand on: LLVM IR, object code, launch facts."""
 
     name: str
     llir: str = ""
-    host: object = None  # pipeline.HostModule between the asm and obj stages
     obj: bytes = b""
+    host: object = None  # the optimized pipeline.HostModule, between the obj and asm stages
     metadata: Mapping = field(default_factory=dict)
 
 
@@ -69,22 +70,22 @@ def _llir_stage(module, options) -> StageOutput:
     return StageOutput(CpuArtifact(facts["name"], llir=llvm_ir, metadata=facts), llvm_ir, [], metadata=dict(facts))
 
 
-def _asm_stage(art: CpuArtifact, options) -> StageOutput:
-    from kernellab.backends.cpu.pipeline import make_asm
-
-    host, passes = make_asm(art.llir)
-    return StageOutput(replace(art, host=host), host.asm, passes)
-
-
 def _obj_stage(art: CpuArtifact, options) -> StageOutput:
     from kernellab.backends.cpu.pipeline import make_object
 
-    passes = make_object(art.host)
-    return StageOutput(replace(art, obj=art.host.obj, host=None), art.host.obj, passes)
+    host, passes = make_object(art.llir)
+    return StageOutput(replace(art, obj=host.obj, host=host), host.obj, passes)
+
+
+def _asm_stage(art: CpuArtifact, options) -> StageOutput:
+    from kernellab.backends.cpu.pipeline import make_assembly
+
+    passes = make_assembly(art.host)
+    return StageOutput(replace(art, host=None), art.host.asm, passes)
 
 
 def stages() -> dict:
-    return {"ttir": _ttir_stage, "ttgir": _ttgir_stage, "llir": _llir_stage, "asm": _asm_stage, "obj": _obj_stage}
+    return {"ttir": _ttir_stage, "ttgir": _ttgir_stage, "llir": _llir_stage, "obj": _obj_stage, "asm": _asm_stage}
 
 
 _LLVM_DEFINE = re.compile(r"define\s+(?:[\w()]+\s+)*?void\s+@\"?([\w.$]+)_grid\"?\s*\(")

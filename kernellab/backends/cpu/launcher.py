@@ -70,13 +70,30 @@ def _pool_for(n: int) -> ThreadPoolExecutor:
     return _pool
 
 
+_runtime_loaded = False
+
+
+def _load_runtime(llvm) -> None:
+    """Make the compiler runtime's soft-float helpers (f64 → f16 is a libgcc call on x86)
+    visible to MCJIT, once; libc and libm are in the process already."""
+    global _runtime_loaded
+    if not _runtime_loaded:
+        import ctypes.util
+
+        path = ctypes.util.find_library("gcc_s")
+        if path:
+            llvm.load_library_permanently(path)
+        _runtime_loaded = True
+
+
 def _load(obj: bytes, name: str):
     """(engine, grid function) for object code `obj`: MCJIT links it against this process
-    (libc's printf, libm)."""
+    (libc's printf, libm, libgcc)."""
     llvm = binding()
     from kernellab.backends.cpu.host import new_host_machine
 
     with llvm_lock:
+        _load_runtime(llvm)
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_host_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()

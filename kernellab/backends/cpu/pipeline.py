@@ -11,12 +11,13 @@ ttgir stage, TTIR in, TTGIR with the CPU layout out:
 (no accelerate_matmul: tl.dot is register-tiled vector FMAs; no reduce_data_duplication: with
 one thread nothing is duplicated and no operand goes through shared memory.)
 
-asm/obj stages, the lowering's LLVM IR in (one llvmlite module, under LLVM's lock):
+obj stage, the lowering's LLVM IR in (one llvmlite module, under LLVM's lock):
 1. llvm-verify     parse, verify                                  (records stage "llir")
 2. llvm-O3         the host's triple and data layout, LLVM's O3   (records stage "llir")
-3. host-codegen    the host's assembly                            (records stage "asm")
-4. host-object     the host's object code, which the launcher     (records stage "obj")
+3. host-object     the host's object code, which the launcher     (records stage "obj")
                    loads into MCJIT (and the disk cache keeps)
+asm stage, the optimized module in:
+1. host-codegen    x86-64 or AArch64 assembly with `.loc` lines   (records stage "asm")
 """
 
 from __future__ import annotations
@@ -114,12 +115,11 @@ class _EmitObject:
         return PassOutcome(True, f"{len(m.obj)} bytes of object code")
 
 
-LLVM_PASSES = [_Verify(), _OptimizeO3(), _EmitAssembly()]
-OBJECT_PASSES = [_EmitObject()]
+LLVM_PASSES = [_Verify(), _OptimizeO3(), _EmitObject()]
 
 
-def make_asm(llir: str, trace: bool = True) -> tuple[HostModule, list[PassRecord]]:
-    """Optimize `llir` for the host and print its assembly."""
+def make_object(llir: str, trace: bool = True) -> tuple[HostModule, list[PassRecord]]:
+    """Optimize `llir` for the host and make its object code (what the launcher loads)."""
     artifact = HostModule(llir)
     manager = PassManager(LLVM_PASSES, trace=trace, printer=HostModule.print, verifier=None)
     with llvm_lock:
@@ -127,11 +127,12 @@ def make_asm(llir: str, trace: bool = True) -> tuple[HostModule, list[PassRecord
     return artifact, records
 
 
-def make_object(artifact: HostModule, trace: bool = True) -> list[PassRecord]:
-    """The object code of the optimized module (what the launcher loads)."""
-    manager = PassManager(OBJECT_PASSES, trace=trace, printer=HostModule.print, verifier=None)
+def make_assembly(artifact: HostModule, trace: bool = True) -> list[PassRecord]:
+    """The host assembly of the module the obj stage optimized (its `.loc` lines map it back
+    to the source)."""
+    manager = PassManager([_EmitAssembly()], trace=trace, printer=HostModule.print, verifier=None)
     with llvm_lock:
-        return manager.run(artifact, text_before=artifact.asm)
+        return manager.run(artifact, text_before=str(artifact.module))
 
 
-__all__ = ["make_ttgir", "make_asm", "make_object", "HostModule", "CpuCodegenError", "TTGIR_PASSES", "TARGET"]
+__all__ = ["make_ttgir", "make_object", "make_assembly", "HostModule", "CpuCodegenError", "TTGIR_PASSES", "TARGET"]

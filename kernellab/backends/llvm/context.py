@@ -70,8 +70,8 @@ class Lowering:
         self.fn = fn
         self.hidden = {hname: arg for (hname, _), arg in zip(hidden, fn.args[len(arg_types):])}
         threads = self.num_warps * self.threads_per_warp
+        self.debug = DebugInfo(self.mod, fn, func, name)  # before define_kernel: a wrapper may need it
         self.target.define_kernel(self, fn, threads)
-        self.debug = DebugInfo(self.mod, fn, func, name)
 
         entry = fn.append_basic_block("entry")
         body = fn.append_basic_block("body")

@@ -12,12 +12,13 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.cpu.host import host_machine
-from kernellab.backends.cpu.lowering import debug, vector_rules
+from kernellab.backends.cpu.lowering import debug, dot, reductions, shapes, vector_rules
 from kernellab.backends.cpu.lowering.target import CpuTarget
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
 
-RULES = {**CORE_RULES, **debug.RULES, **vector_rules.rules(debug=False)}
-DEBUG_RULES = {**CORE_RULES, **debug.RULES, **vector_rules.rules(debug=True)}  # accesses bounds-checked
+_OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules()}
+RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=False)}
+DEBUG_RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=True)}  # accesses bounds-checked
 SCRATCH = dict(CORE_SCRATCH)
 
 

@@ -34,6 +34,7 @@ def define_grid_loop(ctx, fn: ir.Function, nhidden: int) -> ir.Function:
     done = loop.append_basic_block("done")
 
     b = ir.IRBuilder(entry)
+    b.debug_metadata = ctx.debug.wrapper_location(loop)
     values = []
     for i, ty in enumerate(own):
         slot = b.gep(args, [I64(i * SLOT_BYTES)], source_etype=I8)

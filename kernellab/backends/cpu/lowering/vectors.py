@@ -29,15 +29,38 @@ class VTV(TV):
             if isinstance(self.vec, ir.Instruction):
                 # the rules' builder always appends at the end of its block: come back there
                 b, here = self.ctx.b, self.ctx.b.block
-                b.position_after(self.vec)
+                _position_after(b, self.vec)
                 self._regs = [b.extract_element(self.vec, I32(r)) for r in range(self.lay.nregs)]
                 b.position_at_end(here)
             else:  # a constant: in the prologue, which dominates everything
                 self._regs = [self.ctx.pro.extract_element(self.vec, I32(r)) for r in range(self.lay.nregs)]
         return self._regs
 
+    # across block boundaries a VTV is one vector phi (types.TV's carry protocol)
+    def carried(self) -> list:
+        return [self.vec]
+
+    def carry(self, other: TV) -> list:
+        return [as_vector(self.ctx, other, self.lay)]
+
+    def rebuilt(self, values: list) -> VTV:
+        return VTV(self.ctx, values[0], self.lay, self.elem)
+
     def __repr__(self) -> str:
         return f"VTV({self.vec.type}, {self.lay.shape})"
+
+
+def _position_after(b, instr) -> None:
+    """Position `b` after `instr`, or after the last phi when `instr` is one of its block's."""
+    if isinstance(instr, ir.PhiInstr):
+        block = instr.parent
+        first = next((i for i in block.instructions if not isinstance(i, ir.PhiInstr)), None)
+        if first is None:
+            b.position_at_end(block)
+        else:
+            b.position_before(first)
+        return
+    b.position_after(instr)
 
 
 def vector_type(ty, n: int) -> ir.VectorType:
