@@ -63,4 +63,40 @@ def optimize(module, tm, speed_level: int = 3) -> None:
     pb.getModulePassManager().run(module, pb)
 
 
-__all__ = ["llvm_lock", "binding", "error_context", "parse_verified", "optimize"]
+class LlvmVerify:
+    """Pass: parse and verify `m.text` into `m.module` (nothing changes: the record shares the
+    text it was given); LLVM's complaint becomes `error`."""
+
+    NAME = "llvm-verify"
+    STAGE = "llir"
+
+    def __init__(self, error: type[Exception]):
+        self.error = error
+
+    def run(self, m):
+        from kernellab.passes.manager import PassOutcome
+
+        m.module = parse_verified(m.text, self.error)
+        return PassOutcome(False, "valid LLVM IR")
+
+
+class LlvmOptimize:
+    """Pass: give `m.module` the triple and data layout of `machine(m)` and run LLVM's O3."""
+
+    NAME = "llvm-O3"
+    STAGE = "llir"
+
+    def __init__(self, machine):
+        self.machine = machine
+
+    def run(self, m):
+        from kernellab.passes.manager import PassOutcome
+
+        tm = self.machine(m)
+        m.module.triple = tm.triple
+        m.module.data_layout = str(tm.target_data)
+        optimize(m.module, tm)
+        return PassOutcome(True)  # the manager describes it by the IR's size
+
+
+__all__ = ["llvm_lock", "binding", "error_context", "parse_verified", "optimize", "LlvmVerify", "LlvmOptimize"]

@@ -37,6 +37,9 @@ STAGE_TITLES = {
     "sass": "SASS", "asm": "ASM", "amdgcn": "AMDGCN",
 }  # fmt: skip
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass", "asm", "amdgcn")
+# stages a backend makes on demand that the viewer computes to show (the CPU's assembly; not
+# SASS, whose nvdisasm run is the user's to ask for)
+ON_DEMAND_SHOWN = ("asm",)
 
 
 @dataclass
@@ -106,6 +109,9 @@ def compile_data(view: ViewInput) -> dict:
     notes = list(view.notes)
 
     source_lines = SourceLines(ck, view.fn, filename)
+    for stage in ON_DEMAND_SHOWN:  # made on first access, cheaply enough to show
+        if stage in ck.asm:
+            ck.asm[stage]
     available = [s for s in ck.asm if s in STAGE_LANGUAGES and isinstance(ck.asm[s], str)]
     wanted = view.stages
     stages = []

@@ -33,6 +33,7 @@ EXPECTED = [
     "04-layouts-and-swizzling",
     "05-inside-the-compiler",
     "06-debugging",
+    "10-one-kernel-three-targets",
 ]
 MIME = "application/vnd.kernellab.compile+json"
 CELL_TIMEOUT = 180  # seconds; every cell takes a few at most on two cores
@@ -47,7 +48,7 @@ def nvidia_available() -> bool:
 # -- the committed files ---------------------------------------------------------------------
 
 
-def test_the_six_notebooks_are_there():
+def test_the_notebooks_are_there():
     assert sorted(p.stem for p in NOTEBOOK_DIR.glob("*.ipynb")) == EXPECTED
 
 
@@ -237,6 +238,13 @@ def check_06(nb, text):
     assert "row sums right? False" in text
 
 
+def check_10(nb, text):
+    assert "ld.global.v4.b32" in text and "global_load_dwordx4" in text  # the comparison
+    assert re.search(r"cpu\s+v?mov\w*ps|cpu\s+ldr|cpu\s+ld1", text), "no vector load in the CPU column"
+    assert re.search(r"max \|cpu - interpreter\| = \d", text)
+    assert "out-of-bounds load" in text
+
+
 CHECKS = {
     "01-vector-add": check_01,
     "02-fused-softmax": check_02,
@@ -244,4 +252,5 @@ CHECKS = {
     "04-layouts-and-swizzling": check_04,
     "05-inside-the-compiler": check_05,
     "06-debugging": check_06,
+    "10-one-kernel-three-targets": check_10,
 }

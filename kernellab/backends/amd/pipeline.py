@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 
-from kernellab.backends.toolchain import binding, llvm_lock, optimize, parse_verified
+from kernellab.backends.toolchain import LlvmOptimize, LlvmVerify, binding, llvm_lock
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassOutcome, PassRecord
 from kernellab.passes.ttgir import coalesce, convert_to_ttgpuir, reduce_data_duplication, remove_layout_conversions
@@ -69,29 +69,6 @@ class AmdModule:
         return self.text if self.module is None else str(self.module)
 
 
-class _Verify:
-    NAME = "llvm-verify"
-    STAGE = "llir"
-
-    @staticmethod
-    def run(m: AmdModule) -> PassOutcome:
-        m.module = parse_verified(m.text, AmdgcnGenerationError)
-        return PassOutcome(False, "valid LLVM IR")
-
-
-class _OptimizeO3:
-    NAME = "llvm-O3"
-    STAGE = "llir"
-
-    @staticmethod
-    def run(m: AmdModule) -> PassOutcome:
-        tm = target_machine(m.arch)
-        m.module.triple = TRIPLE
-        m.module.data_layout = str(tm.target_data)
-        optimize(m.module, tm)
-        return PassOutcome(True)
-
-
 class _EmitAmdgcn:
     NAME = "amdgcn-codegen"
     STAGE = "amdgcn"
@@ -105,7 +82,7 @@ class _EmitAmdgcn:
         return PassOutcome(True, f"{len(m.amdgcn.splitlines())} AMDGPU assembly lines for {m.arch}")
 
 
-LLVM_PASSES = [_Verify(), _OptimizeO3(), _EmitAmdgcn()]
+LLVM_PASSES = [LlvmVerify(AmdgcnGenerationError), LlvmOptimize(lambda m: target_machine(m.arch)), _EmitAmdgcn()]
 
 
 def make_amdgcn(llir: str, arch: str, trace: bool = True) -> tuple[str, list[PassRecord]]:

@@ -1,11 +1,12 @@
-"""The CPU backend: options, the stage dict {ttir, ttgir, llir, obj, asm}, parsers, launcher.
+"""The CPU backend: options, the stage dict {ttir, ttgir, llir, obj} and asm, parsers, launcher.
 
     ttir   the TTIR pipeline (shared with the interpreter)
     ttgir  pipeline.make_ttgir: the CPU layout (one thread per program holding whole tensors)
     llir   kernellab.backends.cpu.lowering.make_llir: the shared lowering core with the CPU target
     obj    pipeline.make_object: LLVM verify, O3 for the host CPU, the object code the launcher
            loads into llvmlite's MCJIT
-    asm    the host's assembly (x86-64, AArch64) of the same optimized module
+    asm    the host's assembly (x86-64, AArch64), made on first access of asm["asm"] (LLVM's
+           code generator then runs again: a launch needs only the object code)
 
 Compiles go through the disk cache like GPU ones (the object code is what a hit loads). The
 launcher runs the grid's programs in parallel on a thread pool (launcher.py).
@@ -43,7 +44,6 @@ class CpuArtifact:
     name: str
     llir: str = ""
     obj: bytes = b""
-    host: object = None  # the optimized pipeline.HostModule, between the obj and asm stages
     metadata: Mapping = field(default_factory=dict)
 
 
@@ -74,18 +74,17 @@ def _obj_stage(art: CpuArtifact, options) -> StageOutput:
     from kernellab.backends.cpu.pipeline import make_object
 
     host, passes = make_object(art.llir)
-    return StageOutput(replace(art, obj=host.obj, host=host), host.obj, passes)
+    return StageOutput(replace(art, obj=host.obj), host.obj, passes)
 
 
-def _asm_stage(art: CpuArtifact, options) -> StageOutput:
-    from kernellab.backends.cpu.pipeline import make_assembly
+def _lazy_asm(llir: str) -> str:
+    from kernellab.backends.cpu.pipeline import host_assembly
 
-    passes = make_assembly(art.host)
-    return StageOutput(replace(art, host=None), art.host.asm, passes)
+    return host_assembly(llir)
 
 
 def stages() -> dict:
-    return {"ttir": _ttir_stage, "ttgir": _ttgir_stage, "llir": _llir_stage, "obj": _obj_stage, "asm": _asm_stage}
+    return {"ttir": _ttir_stage, "ttgir": _ttgir_stage, "llir": _llir_stage, "obj": _obj_stage}
 
 
 _LLVM_DEFINE = re.compile(r"define\s+(?:[\w()]+\s+)*?void\s+@\"?([\w.$]+)_grid\"?\s*\(")
@@ -118,6 +117,7 @@ CPU = Backend(
     launcher=_launcher,
     make_options=make_options,
     resolve_target=lambda name: TARGET,
+    lazy_asm={"asm": ("llir", _lazy_asm)},
     disk_cache=True,
     restore=restore,
     stage_markers={"ttir": r"\btt\.func\b", "ttgir": r"\bttg\.|#ttg\.", "llir": r"^\s*define\s"},

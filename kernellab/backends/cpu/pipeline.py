@@ -16,8 +16,9 @@ obj stage, the lowering's LLVM IR in (one llvmlite module, under LLVM's lock):
 2. llvm-O3         the host's triple and data layout, LLVM's O3   (records stage "llir")
 3. host-object     the host's object code, which the launcher     (records stage "obj")
                    loads into MCJIT (and the disk cache keeps)
-asm stage, the optimized module in:
-1. host-codegen    x86-64 or AArch64 assembly with `.loc` lines   (records stage "asm")
+asm (x86-64 or AArch64 assembly with `.loc` lines) is made from the llir on first access of
+asm["asm"]: verify, O3 and host-codegen again, so a compile and a launch run the code generator
+once.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.cpu.host import host_machine
-from kernellab.backends.toolchain import llvm_lock, optimize, parse_verified
+from kernellab.backends.toolchain import LlvmOptimize, LlvmVerify, llvm_lock
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassOutcome, PassRecord
 from kernellab.passes.ttgir import coalesce, convert_to_ttgpuir, remove_layout_conversions
@@ -72,29 +73,6 @@ class HostModule:
         return self.text if self.module is None else str(self.module)
 
 
-class _Verify:
-    NAME = "llvm-verify"
-    STAGE = "llir"
-
-    @staticmethod
-    def run(m: HostModule) -> PassOutcome:
-        m.module = parse_verified(m.text, CpuCodegenError)
-        return PassOutcome(False, "valid LLVM IR")
-
-
-class _OptimizeO3:
-    NAME = "llvm-O3"
-    STAGE = "llir"
-
-    @staticmethod
-    def run(m: HostModule) -> PassOutcome:
-        tm = host_machine()
-        m.module.triple = tm.triple
-        m.module.data_layout = str(tm.target_data)
-        optimize(m.module, tm)
-        return PassOutcome(True)
-
-
 class _EmitAssembly:
     NAME = "host-codegen"
     STAGE = "asm"
@@ -115,7 +93,9 @@ class _EmitObject:
         return PassOutcome(True, f"{len(m.obj)} bytes of object code")
 
 
-LLVM_PASSES = [_Verify(), _OptimizeO3(), _EmitObject()]
+_VERIFY = LlvmVerify(CpuCodegenError)
+_OPTIMIZE = LlvmOptimize(lambda m: host_machine())
+LLVM_PASSES = [_VERIFY, _OPTIMIZE, _EmitObject()]
 
 
 def make_object(llir: str, trace: bool = True) -> tuple[HostModule, list[PassRecord]]:
@@ -127,12 +107,14 @@ def make_object(llir: str, trace: bool = True) -> tuple[HostModule, list[PassRec
     return artifact, records
 
 
-def make_assembly(artifact: HostModule, trace: bool = True) -> list[PassRecord]:
-    """The host assembly of the module the obj stage optimized (its `.loc` lines map it back
-    to the source)."""
-    manager = PassManager([_EmitAssembly()], trace=trace, printer=HostModule.print, verifier=None)
+def host_assembly(llir: str) -> str:
+    """The host assembly of `llir`, optimized as the obj stage does (with `.loc` lines that map
+    it to the source)."""
+    artifact = HostModule(llir)
     with llvm_lock:
-        return manager.run(artifact, text_before=str(artifact.module))
+        for p in (_VERIFY, _OPTIMIZE, _EmitAssembly()):
+            p.run(artifact)
+    return artifact.asm
 
 
-__all__ = ["make_ttgir", "make_object", "make_assembly", "HostModule", "CpuCodegenError", "TTGIR_PASSES", "TARGET"]
+__all__ = ["make_ttgir", "make_object", "host_assembly", "HostModule", "CpuCodegenError", "TTGIR_PASSES", "TARGET"]

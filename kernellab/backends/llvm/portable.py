@@ -184,4 +184,20 @@ def tf32_round(ctx, x):
     return b.bitcast(b.select(finite, rounded, bits), F32)
 
 
-__all__ = ["load", "store", "atomic", "mulhi", "toward_zero", "convert_float", "tf32_round", "vector_name"]
+class PortableArithmetic:
+    """The Target arithmetic hooks in plain LLVM, for a target class to inherit."""
+
+    def mulhi(self, ctx, x, y):
+        return mulhi(ctx, x, y)
+
+    def f64_to_f32_toward_zero(self, ctx, x):
+        return toward_zero(ctx, x, F32)
+
+    def convert_float(self, ctx, x, src, dst, rounding: str):
+        return convert_float(ctx, x, src, dst, rounding)
+
+    def tf32_round(self, ctx, x):
+        return tf32_round(ctx, x)
+
+
+__all__ = ["PortableArithmetic", "load", "store", "atomic", "mulhi", "toward_zero", "convert_float", "tf32_round", "vector_name"]

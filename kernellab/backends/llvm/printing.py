@@ -1,4 +1,4 @@
-"""device_print's lines, for any target's printf: one line per element, from the one thread
+"""device_print's lines, for any target's printf (and device_assert's condition): one line per element, from the one thread
 that owns it (duplicates in the layout print once), in the interpreter's format:
     pid (x, y, z) idx (i, j) <prefix> <value>
 with " (operand n)" after the prefix when several tensors are printed. Floats print with
@@ -83,4 +83,15 @@ def lower_print(ctx, op, printf) -> None:
                 emit()
 
 
-__all__ = ["lower_print", "printf_arg"]
+def assert_holds(ctx, op):
+    """i1: tt.assert `op`'s condition holds in every element this thread has."""
+    b = ctx.b
+    cond = ctx.get(op.condition)
+    conds = [cond.regs[r] for r in cond.lay.canonical_regs] if isinstance(op.condition.type, TensorType) else [cond]
+    ok = conds[0]
+    for c in conds[1:]:
+        ok = b.and_(ok, c)
+    return ok
+
+
+__all__ = ["lower_print", "printf_arg", "assert_holds"]

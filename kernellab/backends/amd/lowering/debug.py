@@ -7,9 +7,8 @@ libraries at link time."""
 from __future__ import annotations
 
 import llvmlite.ir as ir
-from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.llvm.printing import lower_print
+from kernellab.backends.llvm.printing import assert_holds, lower_print
 from kernellab.backends.llvm.types import F64, I32, I64, PTR, VOID
 from kernellab.ir import tt
 
@@ -46,12 +45,7 @@ def _print(ctx, op):
 
 def _assert(ctx, op):
     b = ctx.b
-    cond = ctx.get(op.condition)
-    conds = [cond.regs[r] for r in cond.lay.canonical_regs] if isinstance(op.condition.type, TensorType) else [cond]
-    ok = conds[0]
-    for c in conds[1:]:
-        ok = b.and_(ok, c)
-    with b.if_then(b.not_(ok), likely=False):
+    with b.if_then(b.not_(assert_holds(ctx, op)), likely=False):
         _printf(ctx, f"device assertion failed: {op.message.data}\n", [])
         ctx.call("llvm.trap", VOID, [])
 

@@ -13,13 +13,13 @@ import llvmlite.ir as ir
 
 from kernellab.backends.llvm import portable
 from kernellab.backends.llvm.context import opaque
-from kernellab.backends.llvm.types import F32, I8, I16, I32, I64, PTR, VOID
+from kernellab.backends.llvm.types import F32, I8, I16, I32, I64, VOID
 
 WAVE = 64
 
 
 @dataclass(frozen=True)
-class AmdTarget:
+class AmdTarget(portable.PortableArithmetic):
     arch: int  # 942 for gfx942
     data_layout: str
     name: str = "AMD"
@@ -100,18 +100,6 @@ class AmdTarget:
 
     def fdiv_f32(self, ctx, x, y):
         return ctx.b.fmul(x, ctx.call("llvm.amdgcn.rcp.f32", F32, [y]))  # v_rcp_f32, as div.full
-
-    def mulhi(self, ctx, x, y):
-        return portable.mulhi(ctx, x, y)
-
-    def f64_to_f32_toward_zero(self, ctx, x):
-        return portable.toward_zero(ctx, x, F32)
-
-    def convert_float(self, ctx, x, src, dst, rounding: str):
-        return portable.convert_float(ctx, x, src, dst, rounding)
-
-    def tf32_round(self, ctx, x):
-        return portable.tf32_round(ctx, x)
 
 
 __all__ = ["AmdTarget", "WAVE"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 from xdsl.dialects.builtin import FileLineColLoc
 
-from kernellab.backends.llvm.types import I8, I32, I64, PTR, VOID
+from kernellab.backends.llvm.types import I64, PTR
 
 FAILED_ASSERT = 1
 FAILED_BOUNDS = 2

@@ -16,10 +16,10 @@ from __future__ import annotations
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
-from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, splat, vector_type
+from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, lane_mask, splat, undefined, vector_type
 from kernellab.backends.llvm import dot as core_dot
 from kernellab.backends.llvm.layout import flat_of
-from kernellab.backends.llvm.types import F32, I32, TV, llty
+from kernellab.backends.llvm.types import F32, I32, TV
 from kernellab.ir import tt
 
 _WIDENED = (builtin.Float16Type, builtin.BFloat16Type, builtin.Float32Type)
@@ -76,12 +76,12 @@ def _dot(ctx, op):
     def pick(vec, lanes_):
         if lanes_ == list(range(vec.type.count)):
             return vec
-        return b.shuffle_vector(vec, ir.Constant(vec.type, None), ir.Constant(vector_type(I32, len(lanes_)), lanes_))
+        return b.shuffle_vector(vec, undefined(vec.type), lane_mask(tuple(lanes_)))
 
     rows = [pick(acc, [c_lay.reg_of_flat[flat_of((m, n), c_lay.shape)] for n in range(N)]) for m in range(M)]
     for k in range(K):
         b_row = pick(b_vec, [b_lay.reg_of_flat[flat_of((k, n), b_lay.shape)] for n in range(N)])
-        for m in range(M):
+        for m in range(M):  # a[m, k] as a scalar, broadcast: no shuffle of the whole of A
             a_mk = b.extract_element(a_vec, I32(a_lay.reg_of_flat[flat_of((m, k), a_lay.shape)]))
             rows[m] = b.call(fma, [splat(ctx, a_mk, N), b_row, rows[m]])
     row_major = concat(ctx, rows)

@@ -7,11 +7,10 @@ regions, user combine functions) goes through the core's in-thread loop.
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
 from xdsl.dialects.builtin import IntegerType, TensorType
 
 from kernellab.backends.cpu.lowering.vector_rules import VECTOR_BINARY, vector_binary
-from kernellab.backends.cpu.lowering.vectors import as_vector, vector_type
+from kernellab.backends.cpu.lowering.vectors import as_vector, lane_mask, undefined
 from kernellab.backends.llvm import reduce as core_reduce
 from kernellab.backends.llvm.axis import axis_mask
 from kernellab.backends.llvm.layout import layout_of_type
@@ -57,10 +56,9 @@ def _reduce(ctx, op):
         low = [j for j, r in enumerate(current) if not r >> bit & 1]
         position = {r: j for j, r in enumerate(current)}
         high = [position[current[j] | 1 << bit] for j in low]
-        undef = ir.Constant(vec.type, None)
-        half = vector_type(I32, len(low))
-        lo = b.shuffle_vector(vec, undef, ir.Constant(half, low))
-        hi = b.shuffle_vector(vec, undef, ir.Constant(half, high))
+        undef = undefined(vec.type)
+        lo = b.shuffle_vector(vec, undef, lane_mask(tuple(low)))
+        hi = b.shuffle_vector(vec, undef, lane_mask(tuple(high)))
         vec = vector_binary(ctx, name, lo, hi)
         current = [current[j] for j in low]
     acc = {lay.reg_flat[r] & ~am: [b.extract_element(vec, I32(j))] for j, r in enumerate(current)}

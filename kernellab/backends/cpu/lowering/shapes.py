@@ -7,13 +7,11 @@ Other shape ops (reshape, trans, join, split, ...) take the core's rules.
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
 from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, vector_type
+from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, lane_mask, undefined
 from kernellab.backends.llvm import shape as core_shape
 from kernellab.backends.llvm.layout import coords_of, flat_of, layout_of_type
-from kernellab.backends.llvm.types import I32
 from kernellab.ir import tt, ttg
 
 
@@ -48,8 +46,7 @@ def _permute(ctx, op):
     if picks == list(range(src_lay.nregs)):
         out = vec
     else:
-        mask = ir.Constant(vector_type(I32, len(picks)), picks)
-        out = ctx.b.shuffle_vector(vec, ir.Constant(vec.type, None), mask)
+        out = ctx.b.shuffle_vector(vec, undefined(vec.type), lane_mask(tuple(picks)))
     ctx.set(res, VTV(ctx, out, dst_lay, res.type.element_type))
 
 

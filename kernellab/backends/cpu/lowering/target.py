@@ -27,7 +27,7 @@ HIDDEN = (
 
 
 @dataclass(frozen=True)
-class CpuTarget:
+class CpuTarget(portable.PortableArithmetic):
     triple: str
     data_layout: str
     name: str = "CPU"
@@ -88,18 +88,6 @@ class CpuTarget:
 
     def fdiv_f32(self, ctx, x, y):
         return ctx.b.fdiv(x, y)
-
-    def mulhi(self, ctx, x, y):
-        return portable.mulhi(ctx, x, y)
-
-    def f64_to_f32_toward_zero(self, ctx, x):
-        return portable.toward_zero(ctx, x, F32)
-
-    def convert_float(self, ctx, x, src, dst, rounding: str):
-        return portable.convert_float(ctx, x, src, dst, rounding)
-
-    def tf32_round(self, ctx, x):
-        return portable.tf32_round(ctx, x)
 
 
 __all__ = ["CpuTarget", "HIDDEN"]

@@ -19,11 +19,11 @@ import llvmlite.ir as ir
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, lanes, splat, vector_type
+from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, constant_vector, lanes, splat, undefined, vector_type
 from kernellab.backends.llvm import elementwise, memory
 from kernellab.backends.llvm.portable import vector_name
 from kernellab.backends.llvm.elementwise import LOG2E, const_value
-from kernellab.backends.llvm.types import BF16, F16, F32, F64, I1, I32, I8, llty, mem_llty
+from kernellab.backends.llvm.types import F32, F64, I1, I32, I8, llty, mem_llty
 from kernellab.ir import arith, tt
 from kernellab.ir import math as xmath
 from kernellab.passes.ttgir.axis_info import AxisInfo
@@ -101,14 +101,14 @@ def _constant(ctx, op):
     values = op.value.get_values()
     e = t.element_type
     by_flat = [const_value(e, values[f] if len(values) > 1 else values[0]) for f in lay.reg_flat]
-    _result(ctx, op, ir.Constant(vector_type(llty(e), lay.nregs), by_flat))
+    _result(ctx, op, constant_vector(by_flat))
 
 
 def _make_range(ctx, op):
     t = op.result.type
     lay = ctx.lay(t)
     start = op.start.value.data
-    _result(ctx, op, ir.Constant(vector_type(I32, lay.nregs), [I32(start + f) for f in lay.reg_flat]))
+    _result(ctx, op, constant_vector([I32(start + f) for f in lay.reg_flat]))
 
 
 def _splat(ctx, op):
@@ -120,9 +120,31 @@ def _splat(ctx, op):
 # ------------------------------------------------------------------------- elementwise
 
 
+_DIVISIONS = {"divsi": True, "remsi": True, "divui": False, "remui": False}  # name → signed
+
+
+def _safe_divisor(ctx, x, y, signed: bool):
+    """y with the lanes that trap on a CPU (÷0, and INT_MIN ÷ -1 when signed) replaced by 1: a
+    GPU divides every lane without trapping, masked-off lanes (holding 0) included; what a
+    kernel gets for those lanes is unspecified there too."""
+    b = ctx.b
+    n, ety = y.type.count, y.type.element
+
+    def const(v):
+        return ir.Constant(y.type, [ir.Constant(ety, v)] * n)
+
+    bad = b.icmp_unsigned("==", y, const(0))
+    if signed:
+        lowest = const(-(1 << (ety.width - 1)))
+        bad = b.or_(bad, b.and_(b.icmp_signed("==", x, lowest), b.icmp_signed("==", y, const(-1))))
+    return b.select(bad, const(1), y)
+
+
 def vector_binary(ctx, name: str, x, y):
     """arith.<name> (addf, maxsi, ...) on two vectors of one type."""
     b = ctx.b
+    if name in _DIVISIONS:
+        y = _safe_divisor(ctx, x, y, _DIVISIONS[name])
     if name in _INT_BINARY:
         return getattr(b, _INT_BINARY[name])(x, y)
     if name in _FLOAT_BINARY:
@@ -313,7 +335,7 @@ def _load(ctx, op):
     ones = ir.Constant(vector_type(I1, n), [I1(1)] * n)
     mask = as_vector(ctx, ctx.get(op.mask), lay) if op.mask is not None else ones
     other = (_to_memory(ctx, as_vector(ctx, ctx.get(op.other), lay), ety) if op.other is not None
-             else ir.Constant(vector_type(mty, n), None))  # fmt: skip
+             else undefined(vector_type(mty, n)))  # fmt: skip
     align = I32(_elem_bytes(mty))
     run = _run_length(op, lay)
     b = ctx.b

@@ -10,6 +10,8 @@ the core's rules keep working on registers, so every op lowers either way.
 
 from __future__ import annotations
 
+import functools
+
 import llvmlite.ir as ir
 
 from kernellab.backends.llvm.layout import Lay
@@ -67,14 +69,49 @@ def vector_type(ty, n: int) -> ir.VectorType:
     return ir.VectorType(ty, n)
 
 
+class _Literal(ir.FormattedConstant):
+    """A constant written from its text once: llvmlite rebuilds and formats a vector constant
+    lane by lane on every use, which for thousands of shuffles of wide tensors dominates the
+    lowering's time. `lanes` (a shuffle mask's) are what llvmlite checks masks against."""
+
+    def __init__(self, ty, text: str, lanes: tuple[int, ...] = ()):
+        # not Constant.__init__, which splats vectors lane by lane
+        self.type, self._text = ty, text
+        self.constant = tuple(ir.Constant(I32, i) for i in lanes) if lanes else text
+
+    def _to_string(self):
+        return self._text
+
+    def _get_reference(self):
+        return self._text
+
+
+def undefined(ty):
+    """`poison` of type `ty`: the unused operand of a shuffle, the start of an insert chain."""
+    return _Literal(ty, "poison")
+
+
+def constant_vector(elements: list):
+    """A `<n x T>` constant of llvmlite scalar constants, its text made once."""
+    ty = vector_type(elements[0].type, len(elements))
+    return _Literal(ty, "<" + ", ".join(f"{c.type} {c.get_reference()}" for c in elements) + ">")
+
+
+@functools.lru_cache(maxsize=4096)
+def lane_mask(lanes: tuple[int, ...]):
+    """The `<n x i32>` shufflevector mask picking `lanes`, made once per distinct mask."""
+    text = "zeroinitializer" if not any(lanes) else "<" + ", ".join(f"i32 {i}" for i in lanes) + ">"
+    return _Literal(vector_type(I32, len(lanes)), text, lanes)
+
+
 def splat(ctx, value, n: int):
     """<n x T> with every lane `value` (a constant splat for a constant)."""
     if isinstance(value, ir.Constant) and not isinstance(value, ir.FormattedConstant):
         return ir.Constant(vector_type(value.type, n), [value] * n)
     b = ctx.b
     vty = vector_type(value.type, n)
-    one = b.insert_element(ir.Constant(vty, None), value, I32(0))
-    return b.shuffle_vector(one, ir.Constant(vty, None), ir.Constant(vector_type(I32, n), [0] * n))
+    one = b.insert_element(undefined(vty), value, I32(0))
+    return b.shuffle_vector(one, undefined(vty), lane_mask((0,) * n))
 
 
 def as_vector(ctx, x, lay: Lay):
@@ -90,7 +127,7 @@ def as_vector(ctx, x, lay: Lay):
         if all(r is regs[0] for r in regs):
             return splat(ctx, regs[0], n)
         b = ctx.b
-        v = ir.Constant(vector_type(regs[0].type, n), None)
+        v = undefined(vector_type(regs[0].type, n))
         for i, r in enumerate(regs):
             v = b.insert_element(v, r, I32(i))
         return v
@@ -101,8 +138,7 @@ def lanes(ctx, vec, first: int, count: int):
     """Lanes first..first+count-1 of `vec` as a `<count x T>` vector."""
     if first == 0 and count == vec.type.count:
         return vec
-    mask = ir.Constant(vector_type(I32, count), list(range(first, first + count)))
-    return ctx.b.shuffle_vector(vec, ir.Constant(vec.type, None), mask)
+    return ctx.b.shuffle_vector(vec, undefined(vec.type), lane_mask(tuple(range(first, first + count))))
 
 
 def concat(ctx, parts: list):
@@ -113,11 +149,11 @@ def concat(ctx, parts: list):
         for i in range(0, len(parts) - 1, 2):
             a, c = parts[i], parts[i + 1]
             n = a.type.count + c.type.count
-            joined.append(b.shuffle_vector(a, c, ir.Constant(vector_type(I32, n), list(range(n)))))
+            joined.append(b.shuffle_vector(a, c, lane_mask(tuple(range(n)))))
         if len(parts) % 2:
             joined.append(parts[-1])
         parts = joined
     return parts[0]
 
 
-__all__ = ["VTV", "as_vector", "splat", "lanes", "concat", "vector_type"]
+__all__ = ["VTV", "as_vector", "splat", "lanes", "concat", "vector_type", "undefined", "lane_mask", "constant_vector"]
