@@ -19,7 +19,8 @@ from xdsl.dialects import builtin
 from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, lane_mask, splat, undefined, vector_type
 from kernellab.backends.llvm import dot as core_dot
 from kernellab.backends.llvm.layout import flat_of
-from kernellab.backends.llvm.types import F32, I32, TV
+from kernellab.backends.llvm.portable import vector_name
+from kernellab.backends.llvm.types import F32, I32, TV, llty
 from kernellab.ir import tt
 
 _WIDENED = (builtin.Float16Type, builtin.BFloat16Type, builtin.Float32Type)
@@ -28,7 +29,10 @@ _WIDENED = (builtin.Float16Type, builtin.BFloat16Type, builtin.Float32Type)
 def _accepts(ctx, op) -> bool:
     acc = op.d.type.element_type
     a, b = op.a.type.element_type, op.b.type.element_type
-    if not isinstance(acc, builtin.Float32Type) or not isinstance(a, _WIDENED) or not isinstance(b, _WIDENED):
+    if isinstance(acc, builtin.Float16Type):  # fp16 × fp16 into fp16: FMAs in fp16
+        if not (isinstance(a, builtin.Float16Type) and isinstance(b, builtin.Float16Type)):
+            return False
+    elif not isinstance(acc, builtin.Float32Type) or not isinstance(a, _WIDENED) or not isinstance(b, _WIDENED):
         return False
     if len(op.d.type.get_shape()) != 2 or not all(isinstance(ctx.get(v), TV) for v in (op.a, op.b)):
         return False
@@ -51,12 +55,12 @@ def _tf32(ctx, vec):
     return b.bitcast(b.select(finite, rounded, bits), vec.type)
 
 
-def _operand(ctx, op, value, precision: str):
+def _operand(ctx, op, value, precision: str, acc_ty):
     lay = ctx.lay(value.type)
     vec = as_vector(ctx, ctx.get(value), lay)
-    if vec.type.element != F32:
-        vec = ctx.b.fpext(vec, vector_type(F32, vec.type.count))
-    elif precision == "tf32":
+    if vec.type.element != acc_ty:
+        vec = ctx.b.fpext(vec, vector_type(acc_ty, vec.type.count))  # exact
+    elif acc_ty == F32 and precision == "tf32" and op.a.type.element_type == op.b.type.element_type:
         vec = _tf32(ctx, vec)
     return lay, vec
 
@@ -65,13 +69,14 @@ def _dot(ctx, op):
     b = ctx.b
     c_lay = ctx.lay(op.c.type)
     precision = op.input_precision.data
-    a_lay, a_vec = _operand(ctx, op, op.a, precision)
-    b_lay, b_vec = _operand(ctx, op, op.b, precision)
+    acc_ty = llty(op.d.type.element_type)
+    a_lay, a_vec = _operand(ctx, op, op.a, precision, acc_ty)
+    b_lay, b_vec = _operand(ctx, op, op.b, precision, acc_ty)
     acc = as_vector(ctx, ctx.get(op.c), c_lay)
     M, N = c_lay.shape
     K = op.a.type.get_shape()[-1]
-    row_ty = vector_type(F32, N)
-    fma = ctx.intrinsic(f"llvm.fma.v{N}f32", row_ty, [row_ty, row_ty, row_ty])
+    row_ty = vector_type(acc_ty, N)
+    fma = ctx.intrinsic(f"llvm.fma.{vector_name(row_ty)}", row_ty, [row_ty, row_ty, row_ty])
 
     def pick(vec, lanes_):
         if lanes_ == list(range(vec.type.count)):
