@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 
 # the shared TTIR stage and IR parser are here too: a new backend (or a test's fake) reuses them
 from kernellab.backends.base import INTERPRETER, Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
+from kernellab.backends.amd.backend import AMD, is_amd_target
+from kernellab.backends.cpu.backend import CPU, is_cpu_target
 from kernellab.backends.nvidia.backend import NVIDIA, is_nvidia_target
 
 Matcher = Callable[[str], bool]
@@ -21,6 +23,8 @@ Matcher = Callable[[str], bool]
 _BUILT_IN: list[tuple[Matcher, Backend, str]] = [
     (lambda name: name == "interpreter", INTERPRETER, "'interpreter' (the default)"),
     (is_nvidia_target, NVIDIA, "'sm_80', 'sm_90', 'sm_90a' or 'cuda' (the visible GPU; sm_90 without one)"),
+    (is_cpu_target, CPU, "'cpu' (native code for this machine)"),
+    (is_amd_target, AMD, "'gfx942' or 'gfx950' (AMD, compile-only)"),
 ]
 
 _REGISTERED: list[tuple[Matcher, Backend, str]] = []
@@ -65,5 +69,5 @@ def get_backend(target: str | None) -> Backend:
 
 __all__ = [
     "Backend", "StageOutput", "get_backend", "register_backend", "unregister_backend",
-    "module_stage_output", "INTERPRETER", "NVIDIA",
+    "module_stage_output", "INTERPRETER", "NVIDIA", "CPU", "AMD",
 ]  # fmt: skip

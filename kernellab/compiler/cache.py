@@ -40,7 +40,8 @@ import types
 import warnings
 from dataclasses import dataclass, field
 
-_EXT = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "sass": "sass"}
+_EXT = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "sass": "sass",
+        "asm": "s", "obj": "o", "amdgcn": "s"}  # fmt: skip
 FORMAT = 2  # 2: metadata.json is signed (an HMAC under the per-user secret)
 
 

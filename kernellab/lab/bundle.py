@@ -30,12 +30,14 @@ STAGE_LANGUAGES = {
     "llir": "llvm",
     "ptx": "ptx",
     "sass": "sass",
+    "asm": "asm",  # the CPU's x86-64/AArch64 assembly
+    "amdgcn": "asm",  # AMD's
 }
 STAGE_TITLES = {
     "source": "Source", "ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLIR", "ptx": "PTX",
-    "sass": "SASS",
+    "sass": "SASS", "asm": "ASM", "amdgcn": "AMDGCN",
 }  # fmt: skip
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass", "asm", "amdgcn")
 
 
 @dataclass

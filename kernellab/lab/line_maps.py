@@ -110,7 +110,9 @@ def llvm_lines(text: str, filename: str) -> list[int | None]:
     return result
 
 
-_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"(?:\s*,\s*"((?:[^"\\]|\\.)*)")?')
+_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"(?:\s*,\s*"((?:[^"\\]|\\.)*)")?\s*$')
+# x86-64/AArch64/AMDGPU assembly: `.file N "directory" "name" [md5 ...]`
+_ASM_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"\s+"((?:[^"\\]|\\.)*)"')
 _PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)")
 
 
@@ -125,6 +127,11 @@ def ptx_lines(text: str, filename: str) -> list[int | None]:
             files[m.group(1)] = (
                 os.path.join(directory, name) if directory and not os.path.isabs(name) else name
             )
+            continue
+        m = _ASM_FILE.match(line)
+        if m:
+            directory, name = m.group(2), m.group(3)
+            files[m.group(1)] = name if os.path.isabs(name) else os.path.join(directory, name)
     only_file = len(files) == 1
     current: int | None = None
     result: list[int | None] = []
@@ -194,7 +201,7 @@ class SourceLines:
                 lines = mlir_lines(located, self.filename, n) if located else [None] * n
             elif stage == "llir":
                 lines = llvm_lines(text, self.filename)
-            elif stage == "ptx":
+            elif stage in ("ptx", "asm", "amdgcn"):  # `.file`/`.loc` directives alike
                 lines = ptx_lines(text, self.filename)
             else:
                 lines = sass_lines(text, self.filename)

@@ -36,7 +36,7 @@ from kernellab.lab.bundle import IR_STAGES
 from kernellab.lab.compiling import compile_for_view
 from kernellab.lab.kernel_view import KernelView
 
-TARGETS = ("sm_90", "sm_80", "interpreter", "auto")
+TARGETS = ("sm_90", "sm_80", "cpu", "gfx942", "gfx950", "interpreter", "auto")
 _CACHE_SIZE = 64
 
 
@@ -182,7 +182,8 @@ class KernelMagics(Magics):
         "-t",
         default="auto",
         choices=TARGETS,
-        help="sm_90, sm_80 (every stage through PTX/SASS; no GPU needed) or interpreter "
+        help="sm_90, sm_80 (every stage through PTX/SASS; no GPU needed), cpu (native code for "
+        "this machine: --grid runs it there), gfx942/gfx950 (AMD, compile-only) or interpreter "
         "(TTIR only). Default: sm_90 when the NVIDIA backend is available.",
     )
     @argument("--num-warps", "-w", type=int, default=None, help="Warps per program (default 4).")
@@ -448,6 +449,8 @@ class KernelMagics(Magics):
         grid = _evaluate(args.grid, ns, "--grid", extra=constexprs)
         kwargs = {**values, **options}
         device = "GPU" if any(_is_cuda(v) for v in values.values()) else "interpreter"
+        if device == "interpreter" and args.target == "cpu":
+            kwargs["target"], device = "cpu", "CPU (native)"
 
         def launch():
             jit[grid](**kwargs)

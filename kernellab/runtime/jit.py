@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from dataclasses import dataclass
 
 from kernellab.backends.arguments import (
@@ -36,7 +37,7 @@ from kernellab.backends.arguments import (
 )
 from kernellab.backends.nvidia.driver import CudaError
 from kernellab.backends.nvidia.launcher import OutOfResources
-from kernellab.backends.options import OPTION_NAMES
+from kernellab.backends.options import OPTION_NAMES as COMPILE_OPTIONS
 from kernellab.runtime.argument_trees import flatten_argument, is_structured
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.compiler.cache import GONE, global_reads
@@ -44,6 +45,11 @@ from kernellab.language import core as tl
 from kernellab.language.signature import Signature
 from kernellab.runtime import launch_hooks
 from kernellab.runtime.launch_hooks import ENTER_HOOKS
+
+# what a launch takes by keyword besides the kernel's parameters: the compile options and the
+# target ("cpu" runs numpy arrays natively; the default for them is the interpreter, or
+# $KERNELLAB_TARGET)
+OPTION_NAMES = COMPILE_OPTIONS | {"target"}
 
 _MISSING = inspect.Parameter.empty
 GPU_ERRORS = (CudaError, OutOfResources)
@@ -530,11 +536,16 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         options = dict(bound.options)
         if self.debug is not None:
             options.setdefault("debug", self.debug)
-        target = None
+        target = options.pop("target", None)
         if where is not None:
             from kernellab.backends.nvidia.driver import device_info
 
+            if target is not None and not str(target).startswith(("sm_", "cuda")):
+                raise ArgumentError(f"{self.__name__}: target={target!r} runs on host memory, but the "
+                                    "arrays are on the GPU; drop target= or pass CPU arrays")  # fmt: skip
             target = device_info(where[0]).arch
+        elif target is None:
+            target = os.environ.get("KERNELLAB_TARGET") or None
         kernel = compile(
             self, signature=signature, constexprs=constexprs, attrs=attrs or None, target=target, **options
         )

@@ -36,6 +36,7 @@ EXPECTED = [
     "07-bring-your-triton-kernel",
     "08-autotuning",
     "09-jit-cache",
+    "10-one-kernel-three-targets",
     "11-profiling",
     "exercises/puzzles",
 ]
@@ -330,6 +331,13 @@ def check_11(nb, text):
     assert "rows sum to 1: True" in text
     assert re.search(r"^\s+softmax_kernel \[kernel\]\s+3 ", text, re.MULTILINE)  # under step/softmax
     assert "image/png" in mimetypes_of(nb) or "data:image/png" in str(nb)  # the flame charts
+
+
+def check_10(nb, text):
+    assert "ld.global.v4.b32" in text and "global_load_dwordx4" in text  # the comparison
+    assert re.search(r"cpu\s+v?mov\w*ps|cpu\s+ldr|cpu\s+ld1", text), "no vector load in the CPU column"
+    assert re.search(r"max \|cpu - interpreter\| = \d", text)
+    assert "out-of-bounds load" in text
 
 
 CHECKS = {

@@ -26,9 +26,6 @@ from kernellab.backends.llvm.types import I32, I8, TV, VOID, llty, mem_bytes
 from kernellab.ir import tt, ttg
 
 
-SMEM_BASE_ALIGN = 1024  # the largest alignment a buffer asks for (_memdesc_align)
-
-
 class Lowering:
     """`rules`: op class → fn(ctx, op) emitting its LLVM IR; `scratch`: op class →
     fn(ctx, op) -> bytes of shared-memory scratch the op needs (both assembled by the target)."""
@@ -56,7 +53,6 @@ class Lowering:
         self._strings: dict[str, ir.GlobalVariable] = {}
         self.b: ir.IRBuilder | None = None
         self.current_op: Operation | None = None
-        self.smem_global = None
 
     # ------------------------------------------------------------------------ driver
 
@@ -68,12 +64,14 @@ class Lowering:
         self.func_op = func
         name = func.sym_name.data
         arg_types = [llty(t) for t in func.function_type.inputs.data]
-        fty = ir.FunctionType(VOID, arg_types)
+        hidden = self.target.hidden_params
+        fty = ir.FunctionType(VOID, arg_types + [ty for _, ty in hidden])
         fn = ir.Function(self.mod, fty, name)
         self.fn = fn
+        self.hidden = {hname: arg for (hname, _), arg in zip(hidden, fn.args[len(arg_types):])}
         threads = self.num_warps * self.threads_per_warp
+        self.debug = DebugInfo(self.mod, fn, func, name)  # before define_kernel: a wrapper may need it
         self.target.define_kernel(self, fn, threads)
-        self.debug = DebugInfo(self.mod, fn, func, name)
 
         entry = fn.append_basic_block("entry")
         body = fn.append_basic_block("body")
@@ -95,11 +93,7 @@ class Lowering:
 
         self.smem = self.plan_shared_memory(func)
         if self.smem.total:
-            g = ir.GlobalVariable(self.mod, ir.ArrayType(I8, 0), "global_smem", addrspace=3)
-            g.linkage = "external"
-            g.align = SMEM_BASE_ALIGN
-            self.smem_global = g
-            self.smem_base = opaque(g)
+            self.smem_base = self.target.shared_memory(self, self.smem.total)
         self.barriers = BarrierTracker(lambda: self.target.barrier(self))
 
         self.lower_block(func.body.block)

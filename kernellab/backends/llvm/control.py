@@ -74,7 +74,7 @@ def _for(ctx, op):
     nxt = b.add(iv, step)
     latch = b.block
     iv.add_incoming(nxt, latch)
-    flat = [v for y in yielded for v in flatten(y)]
+    flat = [v for t, y in zip(inits, yielded) for v in flatten(y, like=t)]
     if len(flat) != len(phis):
         raise LoweringError("scf.for yields values whose register counts differ from its inits")
     for p, v in zip(phis, flat):
@@ -111,7 +111,7 @@ def _if(ctx, op):
     b.position_at_end(merge)
     if op.results and branches:
         templates = branches[0][1]
-        flats = [[v for y in vals for v in flatten(y)] for _, vals, _ in branches]
+        flats = [[v for t, y in zip(templates, vals) for v in flatten(y, like=t)] for _, vals, _ in branches]
         phis = []
         for i, v0 in enumerate(flats[0]):
             if all(f[i] is v0 for f in flats):
@@ -149,7 +149,7 @@ def _while(ctx, op):
         ctx.set(arg, v)
     term = lower_body(ctx, after_block)
     yielded = [ctx.get(v) for v in term.operands] if term is not None else []
-    flat = [v for y in yielded for v in flatten(y)]
+    flat = [v for t, y in zip(inits, yielded) for v in flatten(y, like=t)]
     latch = b.block
     for p, v in zip(phis, flat):
         p.add_incoming(v, latch)

@@ -33,21 +33,9 @@ class DebugInfo:
             },
             is_distinct=True,
         )
-        sp_type = mod.add_debug_info("DISubroutineType", {"types": mod.add_metadata([])})
-        self.subprogram = mod.add_debug_info(
-            "DISubprogram",
-            {
-                "name": name,
-                "scope": di_file,
-                "file": di_file,
-                "line": line,
-                "type": sp_type,
-                "scopeLine": line,
-                "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
-                "unit": cu,
-            },
-            is_distinct=True,
-        )
+        self._file, self._unit = di_file, cu
+        self._sp_type = mod.add_debug_info("DISubroutineType", {"types": mod.add_metadata([])})
+        self.subprogram = self._subprogram(name, line)
         mod.add_named_metadata("llvm.dbg.cu", cu)
         mod.add_named_metadata(
             "llvm.module.flags", mod.add_metadata([I32(2), "Debug Info Version", I32(3)])
@@ -56,6 +44,30 @@ class DebugInfo:
             "llvm.module.flags", mod.add_metadata([I32(2), "Dwarf Version", I32(4)])
         )
         fn.set_metadata("dbg", self.subprogram)
+
+    def _subprogram(self, name: str, line: int):
+        return self.mod.add_debug_info(
+            "DISubprogram",
+            {
+                "name": name,
+                "scope": self._file,
+                "file": self._file,
+                "line": line,
+                "type": self._sp_type,
+                "scopeLine": line,
+                "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
+                "unit": self._unit,
+            },
+            is_distinct=True,
+        )
+
+    def wrapper_location(self, fn: ir.Function):
+        """Give `fn`, a function a target wraps around the kernel (the CPU's grid loop), its
+        own subprogram, and return a location in it for its calls: the kernel's lines survive
+        inlining into it only so."""
+        sp = self._subprogram(fn.name, self.func_line)
+        fn.set_metadata("dbg", sp)
+        return self.mod.add_debug_info("DILocation", {"line": self.func_line, "column": 0, "scope": sp})
 
     def location(self, line: int, col: int):
         """The DILocation of (line, column), made once."""

@@ -77,6 +77,23 @@ def _reduce_scratch(ctx, op) -> int:
     return max(convert_scratch_bytes(part, res_lay, tt.element_type(v.type)) for v in op.srcs)
 
 
+def bind_thread_results(ctx, op, lay: Lay, acc: dict) -> None:
+    """Bind `op`'s results when each thread holds whole groups along the axis: `acc` maps the
+    flat index with the axis bits cleared to the group's combined values (one per operand)."""
+    axis = op.axis.value.data
+    if not isinstance(op.result[0].type, TensorType):
+        for res, v in zip(op.result, acc[0]):
+            ctx.set(res, v)
+        return
+    am = axis_mask(lay, axis)
+    part = partial_layout(lay, axis, _out_shape(op))
+    res_lay = ctx.lay(op.result[0].type)
+    for k, res in enumerate(op.result):
+        regs = [acc[lay.reg_flat[lay.reg_of_flat[lay.reg_flat[r]]] & ~am][k] for r in range(lay.nregs)]
+        tv = TV(regs, part, tt.element_type(res.type))
+        ctx.set(res, convert(ctx, tv, res_lay, op))
+
+
 def _reduce(ctx, op):
     b = ctx.b
     axis = op.axis.value.data
@@ -114,17 +131,7 @@ def _reduce(ctx, op):
     scalar = not isinstance(op.result[0].type, TensorType)
 
     if not warp_bits:
-        if scalar:
-            vals = acc[0]
-            for res, v in zip(op.result, vals):
-                ctx.set(res, v)
-            return
-        part = partial_layout(lay, axis, out_shape)
-        res_lay = ctx.lay(op.result[0].type)
-        for k, res in enumerate(op.result):
-            regs = [acc[lay.reg_flat[lay.reg_of_flat[lay.reg_flat[r]]] & ~am][k] for r in range(lay.nregs)]
-            tv = TV(regs, part, tt.element_type(res.type))
-            ctx.set(res, convert(ctx, tv, res_lay, op))
+        bind_thread_results(ctx, op, lay, acc)
         return
 
     # 3. across warps through shared memory

@@ -1,6 +1,7 @@
 """Lowering the ops of a region (loop bodies, if branches, reduce/scan combiners) and carrying
-values across block boundaries: a scalar is one LLVM value, a tensor one per register, a
-shared-memory buffer none (its descriptor is a compile-time fact)."""
+values across block boundaries: a scalar is one LLVM value, a tensor what its `carried()`
+lists (one per register; one vector on the CPU), a shared-memory buffer none (its descriptor
+is a compile-time fact)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ def lower_body(ctx, block):
     return term
 
 
-def flatten(x) -> list:
+def flatten(x, like=None) -> list:
+    """The LLVM values that carry `x` across a block boundary, as `like` (the value that
+    fixes the phis, default x itself) carries it."""
     if isinstance(x, TV):
-        return list(x.regs)
+        return x.carried() if like is None else like.carry(x)
     if isinstance(x, SmemBuf):
         return []
     return [x]
@@ -34,8 +37,8 @@ def flatten(x) -> list:
 def unflatten(template, values: list, pos: int):
     """Rebuild a value shaped like `template` from values[pos:]; returns (value, new pos)."""
     if isinstance(template, TV):
-        n = len(template.regs)
-        return TV(list(values[pos : pos + n]), template.lay, template.elem), pos + n
+        n = len(template.carried())
+        return template.rebuilt(values[pos : pos + n]), pos + n
     if isinstance(template, SmemBuf):
         return template, pos
     return values[pos], pos + 1

@@ -27,6 +27,7 @@ from xdsl.ir import Operation, SSAValue
 from kernellab.ir import ttg
 
 ALIGN = 16
+BASE_ALIGN = 1024  # the shared array's own alignment: the largest a buffer asks for (NVMMA's)
 
 
 @dataclass

@@ -24,6 +24,9 @@ class Target(Protocol):
     data_layout: str
     threads_per_warp: int  # lanes that exchange registers with `shuffle` (1: a CPU thread)
     arch: int  # the target's generation number (e.g. 80 for sm_80)
+    # (name, LLVM type) parameters the kernel function takes after the kernel's own arguments
+    # (a CPU's program ids); the lowering hands them to the target as `ctx.hidden[name]`
+    hidden_params: tuple
 
     # -- the kernel function and thread ids --------------------------------------------------
 
@@ -38,6 +41,9 @@ class Target(Protocol):
 
     def num_programs(self, ctx, axis: int):
         """i32 number of programs along grid axis 0, 1 or 2."""
+
+    def shared_memory(self, ctx, nbytes: int):
+        """Pointer (addrspace 3) to the program's `nbytes` of shared memory."""
 
     # -- exchange between threads -------------------------------------------------------------
 

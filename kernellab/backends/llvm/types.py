@@ -142,6 +142,20 @@ class TV:
     def __post_init__(self):
         assert len(self.regs) == self.lay.nregs, (len(self.regs), self.lay.nregs)
 
+    # How the tensor crosses a block boundary (loop-carried, if results): as the LLVM values
+    # `carried()` lists, one phi each. A target that holds tensors otherwise (the CPU: one
+    # vector) subclasses TV and overrides these three.
+    def carried(self) -> list:
+        return list(self.regs)
+
+    def carry(self, other: TV) -> list:
+        """`other` (same layout) as the values this tensor's `carried()` would be."""
+        return list(other.regs)
+
+    def rebuilt(self, values: list) -> TV:
+        """A tensor like this one from values in the order `carried()` lists them."""
+        return TV(list(values), self.lay, self.elem)
+
 
 @dataclass
 class SmemBuf:

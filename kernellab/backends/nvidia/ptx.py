@@ -15,9 +15,9 @@ cached, so the first compile pays a few tens of milliseconds and later ones noth
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 
+from kernellab.backends.toolchain import binding, llvm_lock, optimize, parse_verified
 from kernellab.passes.manager import PassOutcome
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -28,25 +28,11 @@ TRIPLE = "nvptx64-nvidia-cuda"
 PTX_VERSION = (8, 5)
 
 
-llvm_lock = threading.Lock()  # LLVM's global context is not thread-safe
-_llvm = None
-_machines: dict[tuple, object] = {}
-
-
 class PTXGenerationError(RuntimeError):
     """LLVM rejected the IR (parse/verify error) or could not emit PTX for it."""
 
 
-def _binding():
-    """llvmlite.binding with the NVPTX target registered (once per process)."""
-    global _llvm
-    if _llvm is None:
-        import llvmlite.binding as llvm
-
-        llvm.initialize_all_targets()
-        llvm.initialize_all_asmprinters()
-        _llvm = llvm
-    return _llvm
+_machines: dict[tuple, object] = {}
 
 
 def parse_arch(target: str) -> tuple[int, str]:
@@ -60,7 +46,7 @@ def parse_arch(target: str) -> tuple[int, str]:
 
 def ptx_version() -> tuple[int, int]:
     """PTX_VERSION, or 7.8 (enough for sm_90) when llvmlite's LLVM predates PTX 8.5 (LLVM < 19)."""
-    return PTX_VERSION if _binding().llvm_version_info[0] >= 19 else (7, 8)
+    return PTX_VERSION if binding().llvm_version_info[0] >= 19 else (7, 8)
 
 
 def target_machine(arch: str, version: tuple[int, int] | None = None):
@@ -69,7 +55,7 @@ def target_machine(arch: str, version: tuple[int, int] | None = None):
     key = (arch, major, minor)
     tm = _machines.get(key)
     if tm is None:
-        llvm = _binding()
+        llvm = binding()
         target = llvm.Target.from_triple(TRIPLE)
         tm = target.create_target_machine(cpu=arch, features=f"+ptx{major}{minor}", opt=3)
         _machines[key] = tm
@@ -80,27 +66,6 @@ def options_arch(options) -> str:
     """The 'sm_XY' of compile options (sm_90 when they name none)."""
     target = getattr(options, "target", None) or "sm_90"
     return parse_arch(target)[1]
-
-
-def optimize(module, tm, speed_level: int = 3) -> None:
-    """Run LLVM's standard O<speed_level> module pipeline on `module` in place."""
-    llvm = _binding()
-    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(module, pb)
-
-
-def _error_context(text: str, message: str, around: int = 2) -> str:
-    """The IR lines LLVM's message points at (`<string>:LINE:COL: error`), with a marker."""
-    m = re.search(r":(\d+):(\d+):", message)
-    if not m:
-        return ""
-    line = int(m.group(1))
-    lines = text.splitlines()
-    lo, hi = max(1, line - around), min(len(lines), line + around)
-    return "\n".join(
-        f"{'>' if n == line else ' '} {n:5d} | {lines[n - 1]}" for n in range(lo, hi + 1)
-    )
 
 
 @dataclass
@@ -127,17 +92,7 @@ class _Verify:
     def run(m: LlvmModule) -> PassOutcome:
         """Parse and verify (nothing changes: the record shares the text it was given). LLVM
         errors become PTXGenerationError with the offending IR lines."""
-        llvm = _binding()
-        try:
-            module = llvm.parse_assembly(m.text)
-            module.verify()
-        except RuntimeError as e:
-            context = _error_context(m.text, str(e))
-            raise PTXGenerationError(
-                f"LLVM rejected the kernel's LLVM IR: {str(e).strip()}"
-                + (f"\n{context}" if context else "")
-            ) from None
-        m.module = module
+        m.module = parse_verified(m.text, PTXGenerationError)
         return PassOutcome(False, "valid LLVM IR")
 
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernellab.backends.llvm.types import F32, I32, I64, VOID
+import llvmlite.ir as ir
+
+from kernellab.backends.llvm.context import opaque
+from kernellab.backends.llvm.smem import BASE_ALIGN
+from kernellab.backends.llvm.types import F32, I8, I32, I64, VOID
 from kernellab.backends.nvidia.lowering import fp8, ptx_memory
 
 
@@ -18,11 +22,19 @@ class NvidiaTarget:
     triple: str = "nvptx64-nvidia-cuda"
     data_layout: str = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
     threads_per_warp: int = 32
+    hidden_params: tuple = ()
 
     def define_kernel(self, ctx, fn, threads: int) -> None:
         fn.calling_convention = "ptx_kernel"
         fn.attributes.add("nounwind")
         ctx.mod.add_named_metadata("nvvm.annotations", ctx.mod.add_metadata([fn, "maxntidx", I32(threads)]))
+
+    def shared_memory(self, ctx, nbytes: int):
+        """The dynamic shared array (`extern __shared__`), sized at launch."""
+        g = ir.GlobalVariable(ctx.mod, ir.ArrayType(I8, 0), "global_smem", addrspace=3)
+        g.linkage = "external"
+        g.align = BASE_ALIGN
+        return opaque(g)
 
     def thread_id(self, ctx):
         return ctx.pro.call(ctx.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", I32, []), [], name="tid")

@@ -1,0 +1,33 @@
+"""TTGIR → LLVM IR for the host CPU: the LLVM lowering core (kernellab.backends.llvm) with the
+CPU target (target.py: one thread per program holding whole tensors, LLVM vector memory
+accesses and atomics), the grid loop the launcher calls (grid.py), printf and the status
+record for device_print/device_assert (debug.py, checks.py), and tl.dot as register-tiled
+vector FMAs (dot.py).
+
+`make_llir(module, options) -> (llir_text, metadata)`.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from kernellab.backends.cpu.host import host_machine
+from kernellab.backends.cpu.lowering import debug, dot, reductions, shapes, vector_rules
+from kernellab.backends.cpu.lowering.target import CpuTarget
+from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
+
+_OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules()}
+RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=False)}
+DEBUG_RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=True)}  # accesses bounds-checked
+SCRATCH = dict(CORE_SCRATCH)
+
+
+def make_llir(module: ModuleOp, options=None) -> tuple[str, dict]:
+    """TTGIR module → (LLVM IR text, metadata with name, shared (scratch bytes per program))."""
+    machine = host_machine()
+    target = CpuTarget(machine.triple, str(machine.target_data))
+    rules = DEBUG_RULES if getattr(options, "debug", False) else RULES
+    return Lowering(module, target, rules, SCRATCH, options).run()
+
+
+__all__ = ["make_llir", "LoweringError", "CpuTarget", "RULES", "SCRATCH"]

@@ -1,0 +1,77 @@
+"""tt.reduce on the CPU in registers: the tensor as one vector is halved along the reduced
+axis, one register bit at a time (shufflevector the two halves, combine them as vectors), so a
+reduction of n elements is log2(n) vector steps. Taken when the combine region is one binary
+op (sum, max, min, ...: what tl.sum/tl.max/tl.min make); anything else (argmax's two-operand
+regions, user combine functions) goes through the core's in-thread loop.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerType, TensorType
+
+from kernellab.backends.cpu.lowering.vector_rules import VECTOR_BINARY, vector_binary
+from kernellab.backends.cpu.lowering.vectors import as_vector, lane_mask, undefined
+from kernellab.backends.llvm import reduce as core_reduce
+from kernellab.backends.llvm.axis import axis_mask
+from kernellab.backends.llvm.layout import layout_of_type
+from kernellab.backends.llvm.types import I32
+from kernellab.ir import arith, tt
+
+_NAMES = {cls: name for name, cls in arith.BINARY_OPS.items() if name in VECTOR_BINARY}
+
+
+def _single_binary(op) -> str | None:
+    """The arith op name when the combine region is `yield op(arg0, arg1)`."""
+    ops = list(op.combineOp.block.ops)
+    if len(ops) != 2 or type(ops[0]) not in _NAMES:
+        return None
+    binary, term = ops
+    args = set(op.combineOp.block.args)
+    if set(binary.operands) != args or len(args) != 2 or list(term.operands) != [binary.results[0]]:
+        return None
+    return _NAMES[type(binary)]
+
+
+def _accepts(op) -> bool:
+    """One operand, a one-op combine region, and a layout whose registers are distinct
+    elements (each register basis one bit of the flat index; no lanes or warps on a CPU)."""
+    if len(op.srcs) != 1 or _single_binary(op) is None:
+        return False
+    t = op.srcs[0].type
+    if not isinstance(t, TensorType) or (isinstance(t.element_type, IntegerType) and t.element_type.width.data == 1):
+        return False
+    lay = layout_of_type(t)
+    return not lay.lane and not lay.warp and all(basis and basis & (basis - 1) == 0 for basis in lay.reg)
+
+
+def _reduce(ctx, op):
+    name = _single_binary(op)
+    lay = ctx.lay(op.srcs[0].type)
+    axis = op.axis.value.data
+    am = axis_mask(lay, axis)
+    vec = as_vector(ctx, ctx.get(op.srcs[0]), lay)
+    b = ctx.b
+    current = list(range(lay.nregs))  # the register each lane holds
+    for bit in reversed([i for i, basis in enumerate(lay.reg) if basis & am]):
+        low = [j for j, r in enumerate(current) if not r >> bit & 1]
+        position = {r: j for j, r in enumerate(current)}
+        high = [position[current[j] | 1 << bit] for j in low]
+        undef = undefined(vec.type)
+        lo = b.shuffle_vector(vec, undef, lane_mask(tuple(low)))
+        hi = b.shuffle_vector(vec, undef, lane_mask(tuple(high)))
+        vec = vector_binary(ctx, name, lo, hi)
+        current = [current[j] for j in low]
+    acc = {lay.reg_flat[r] & ~am: [b.extract_element(vec, I32(j))] for j, r in enumerate(current)}
+    core_reduce.bind_thread_results(ctx, op, lay, acc)
+
+
+def rules() -> dict:
+    core = core_reduce.RULES[tt.ReduceOp]
+
+    def lower(ctx, op):
+        (_reduce if _accepts(op) else core)(ctx, op)
+
+    return {tt.ReduceOp: lower}
+
+
+__all__ = ["rules"]

@@ -1,0 +1,116 @@
+"""The native CPU backend: stages, native runs against numpy, the status record (device_assert,
+bounds checks under debug=True), the disk cache, threads, KERNELLAB_TARGET."""
+
+import re
+
+import numpy as np
+import pytest
+from conftest import poison
+
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.cpu import launcher
+from kernellab.backends.cpu.errors import CpuAssertionError, CpuOutOfBoundsError
+from kernellab.examples import add_kernel, softmax_kernel, softmax_reference
+
+ADD = dict(signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK_SIZE": 1024})
+
+
+def test_a_cpu_compile_has_the_stages_and_host_assembly_mapped_to_source_lines():
+    ck = kl.compile(add_kernel, **ADD, target="cpu", force=True)
+    assert ck.asm.available() == ["ttir", "ttgir", "llir", "obj", "asm"]
+    assert '"ttg.threads-per-warp" = 1' in ck.asm["ttgir"] and '"ttg.num-warps" = 1' in ck.asm["ttgir"]
+    assert "define void @\"add_kernel_grid\"" in ck.asm["llir"]
+    assert isinstance(ck.asm["obj"], bytes) and ck.asm["obj"]
+    assert re.search(r"^\s*\.loc\s+\d+\s+\d+", ck.asm["asm"], re.M), "no source lines in the assembly"
+    names = [p.name for p in ck.passes if p.stage in ("llir", "obj")]
+    assert names[-3:] == ["llvm-verify", "llvm-O3", "host-object"]
+
+
+def test_vector_add_runs_natively_with_a_masked_tail(rng):
+    n = 5000  # 5 programs, the last one masked
+    x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    out = poison((n,), np.float32)
+    add_kernel[(kl.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024, target="cpu")
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_softmax_on_one_thread_and_on_every_core_agree_with_float64(rng):
+    x = rng.standard_normal((64, 1000)).astype(np.float32)
+    outs = []
+    for threads in (1, None):
+        launcher.set_num_threads(threads)
+        try:
+            out = poison(x.shape, np.float32)
+            softmax_kernel[(64,)](out, x, 1000, 1000, 1000, BLOCK_SIZE=1024, target="cpu")
+            outs.append(out)
+        finally:
+            launcher.set_num_threads(None)
+    ref = softmax_reference(x)
+    for out in outs:
+        np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-9)
+
+
+@kl.jit
+def assert_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.device_assert(x >= 0, "x must be non-negative")
+
+
+def test_a_failed_device_assert_names_the_line_and_the_program(rng):
+    x = rng.random(256, dtype=np.float32)
+    assert_kernel[(4,)](x, 256, BLOCK=64, target="cpu")  # passes
+    x[200] = -1.0
+    with pytest.raises(CpuAssertionError, match=r"test_cpu_backend\.py:\d+: device assertion failed: x must be non-negative in program \(3, 0, 0\)"):
+        assert_kernel[(4,)](x, 256, BLOCK=64, target="cpu")
+    with pytest.raises(AssertionError):  # what `except AssertionError` code expects
+        assert_kernel[(4,)](x, 256, BLOCK=64, target="cpu")
+
+
+@kl.jit
+def shifted_copy(x_ptr, out_ptr, shift, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs + shift))
+
+
+def test_debug_bounds_checks_name_the_line_of_an_access_outside_every_buffer(rng):
+    x = rng.random(64, dtype=np.float32)
+    out = poison((64,), np.float32)
+    shifted_copy[(1,)](x, out, 0, BLOCK=64, target="cpu", debug=True)
+    np.testing.assert_array_equal(out, x)
+    line = shifted_copy.fn.__code__.co_firstlineno + 3
+    with pytest.raises(CpuOutOfBoundsError, match=rf"test_cpu_backend\.py:{line}: out-of-bounds load at address 0x[0-9a-f]+, outside every argument's buffer, in program \(0, 0, 0\)"):
+        shifted_copy[(1,)](x, out, 1 << 20, BLOCK=64, target="cpu", debug=True)
+
+
+def test_a_disk_cache_hit_loads_the_object_code_and_runs(rng, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    first = kl.compile(add_kernel, **ADD, target="cpu")
+    again = kl.compile(add_kernel, **ADD, target="cpu")
+    assert again.metadata.cache_hit and again.asm["obj"] == first.asm["obj"]
+    x, y = rng.random(2048, dtype=np.float32), rng.random(2048, dtype=np.float32)
+    out = poison((2048,), np.float32)
+    again[(2,)](x, y, out, 2048)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_kernellab_target_cpu_runs_numpy_launches_natively(rng, monkeypatch):
+    @kl.jit
+    def double(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+    monkeypatch.setenv("KERNELLAB_TARGET", "cpu")
+    x = rng.random(128, dtype=np.float32)
+    out = poison((128,), np.float32)
+    ck = double[(1,)](x, out, BLOCK=128)
+    assert ck.metadata.target == "cpu"
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_cpu_launch_options_are_checked():
+    with pytest.raises(ValueError, match="positive int"):
+        launcher.set_num_threads(0)
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        kl.compile(add_kernel, **ADD, target="cpu")[(1,)](np.zeros(4, np.float32))
