@@ -449,7 +449,10 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             self._check_globals()
         kernel = self.cache.get(bound.key)
         if kernel is None:
-            kernel = self._compile(bound)
+            try:
+                kernel = self._compile(bound)
+            except OutOfResources as e:  # refused while compiling for this launch's GPU
+                raise self._fault(e, args, kwargs)
         if warmup:
             return kernel
         try:
