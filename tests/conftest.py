@@ -300,6 +300,8 @@ def _arg_name(kernel, index: int) -> str:
 
 
 DEFAULT_GPU_TARGETS = "sm_80,sm_90,gfx942"
+# what the AMD target refuses with a message, by the reason the summary counts
+AMD_REFUSALS = {"fp8": "fp8 conversions are not supported", "LDS": "bytes of LDS (shared memory)"}
 
 
 def gpu_targets() -> list[str]:
@@ -344,10 +346,12 @@ def assemble_for_gpu(kernel, args, kwargs, targets) -> None:
         except ToolchainUnavailableError as e:
             _NO_TOOLCHAIN.append(str(e).splitlines()[0] if str(e) else type(e).__name__)
             return
-        except Exception as e:  # noqa: BLE001 - AMD lacks fp8 conversions: counted, not hidden
-            if not (target.startswith("gfx") and "fp8 conversions are not supported" in str(e)):
+        except Exception as e:  # noqa: BLE001 - what AMD can't take is counted, not hidden
+            reason = next((why for why, text in AMD_REFUSALS.items() if text in str(e)), None)
+            if not target.startswith("gfx") or reason is None:
                 raise
-            _STATS["not assembled for AMD (fp8)"] = _STATS.get("not assembled for AMD (fp8)", 0) + 1
+            label = f"not assembled for AMD ({reason})"
+            _STATS[label] = _STATS.get(label, 0) + 1
             continue
         if target.startswith("gfx"):  # AMD, compile-only: LLVM's AMDGPU assembly
             assert "s_endpgm" in compiled.asm["amdgcn"], f"{target}: the compile made no AMDGPU code"

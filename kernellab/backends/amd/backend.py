@@ -51,10 +51,21 @@ def _ttgir_stage(module, options) -> StageOutput:
     return module_stage_output(module, make_ttgir(module, options))
 
 
+# LDS (shared memory) a workgroup may use: LLVM's AMDGPU backend aborts the process past it
+LDS_BYTES = {"gfx942": 65536, "gfx950": 163840}
+
+
 def _llir_stage(module, options) -> StageOutput:
     from kernellab.backends.amd.lowering import make_llir
+    from kernellab.backends.llvm.errors import LoweringError
 
     llvm_ir, facts = make_llir(module, options)
+    limit = LDS_BYTES.get(options.target)
+    if limit is not None and facts["shared"] > limit:
+        raise LoweringError(
+            f"{facts['name']} needs {facts['shared']} bytes of LDS (shared memory); {options.target} "
+            f"has {limit} per workgroup. Reduce the BLOCK sizes or num_stages."
+        )
     return StageOutput(AmdArtifact(facts["name"], llir=llvm_ir, metadata=facts), llvm_ir, [], metadata=dict(facts))
 
 
