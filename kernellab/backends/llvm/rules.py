@@ -1,9 +1,10 @@
 """The core's rule tables: every op the target-neutral lowering handles, assembled explicitly
 from each rule module's table. A target lowers with `{**CORE_RULES, **its own rules}`."""
 
-from kernellab.backends.llvm import control, dot, elementwise, memory, reduce, scan, shape
+from kernellab.backends.llvm import assume, control, dot, elementwise, memory, reduce, scan, shape
 
 CORE_RULES = {
+    **assume.RULES,
     **control.RULES,
     **elementwise.RULES,
     **shape.RULES,

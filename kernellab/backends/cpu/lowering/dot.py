@@ -1,14 +1,20 @@
-"""tt.dot on the CPU: vectorized FMAs over the whole accumulator held in registers.
+"""tt.dot on the CPU: a loop over k of vector multiply-adds into an accumulator held in
+registers.
 
 With one thread holding A, B and C whole, C += A·B is an outer-product loop over k: C's rows
 are M vectors of N lanes, and step k adds a[m, k] (broadcast) × row k of B to each, one vector
-FMA per row. The rows stay in the host's vector registers across the K steps when the tile
+FMA per row. The operands go row-major into stack arrays once, and the k loop reads row k of B
+and column k of A from them: the loop body is M FMAs whatever K is, so LLVM's code generation
+stays linear in the tile (straight-line code for every k made a 16×32×64 int8 dot take minutes
+to compile). The rows stay in the host's vector registers across the K steps when the tile
 fits them (AVX-512 has 32 registers of 16 fp32: a 16×32 accumulator takes all of them; pick
 BLOCK_M × BLOCK_N ≤ 256 fp32 there). K is summed in increasing order, each step one rounding,
-as the interpreter does. fp32 follows
-input_precision like the interpreter: "tf32" rounds each operand to tf32 first, "ieee" not;
-fp16/bf16 operands widen exactly to fp32. Other cases (int8, tf32x3, operands in shared
-memory) take the core's per-register FMA loop.
+as the interpreter does. Floats follow input_precision like the interpreter: for fp32 × fp32,
+"tf32" rounds each operand to tf32 first, "tf32x3" accumulates small·big, big·small and
+big·big of the operands' tf32 parts, "ieee" multiplies the values; fp16/bf16 operands widen
+exactly to the accumulator's type. Integer operands are sign-extended to the int32 (or int64)
+accumulator, products added with wraparound as on the GPU. fp8 operands, and operands read
+from shared memory, take the core's per-register loop.
 """
 
 from __future__ import annotations
@@ -18,26 +24,21 @@ from xdsl.dialects import builtin
 
 from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, lane_mask, splat, undefined, vector_type
 from kernellab.backends.llvm import dot as core_dot
-from kernellab.backends.llvm.layout import flat_of
 from kernellab.backends.llvm.portable import vector_name
-from kernellab.backends.llvm.types import F32, I32, TV, llty
+from kernellab.backends.llvm.types import BF16, F16, F32, F64, I32, PTR, TV, llty
 from kernellab.ir import tt
 
-_WIDENED = (builtin.Float16Type, builtin.BFloat16Type, builtin.Float32Type)
+_FLOATS = (builtin.Float16Type, builtin.BFloat16Type, builtin.Float32Type, builtin.Float64Type)
 
 
 def _accepts(ctx, op) -> bool:
     acc = op.d.type.element_type
     a, b = op.a.type.element_type, op.b.type.element_type
-    if isinstance(acc, builtin.Float16Type):  # fp16 × fp16 into fp16: FMAs in fp16
-        if not (isinstance(a, builtin.Float16Type) and isinstance(b, builtin.Float16Type)):
-            return False
-    elif not isinstance(acc, builtin.Float32Type) or not isinstance(a, _WIDENED) or not isinstance(b, _WIDENED):
+    if not all(isinstance(ctx.get(v), TV) for v in (op.a, op.b)):
         return False
-    if len(op.d.type.get_shape()) != 2 or not all(isinstance(ctx.get(v), TV) for v in (op.a, op.b)):
-        return False
-    f32 = isinstance(a, builtin.Float32Type) and isinstance(b, builtin.Float32Type)
-    return not f32 or op.input_precision.data in ("ieee", "tf32")
+    if isinstance(acc, builtin.IntegerType):
+        return isinstance(a, builtin.IntegerType) and isinstance(b, builtin.IntegerType)
+    return isinstance(acc, _FLOATS) and isinstance(a, _FLOATS) and isinstance(b, _FLOATS)
 
 
 def _tf32(ctx, vec):
@@ -55,43 +56,138 @@ def _tf32(ctx, vec):
     return b.bitcast(b.select(finite, rounded, bits), vec.type)
 
 
-def _operand(ctx, op, value, precision: str, acc_ty):
+def _pick(ctx, vec, lanes: list):
+    if lanes == list(range(vec.type.count)):
+        return vec
+    return ctx.b.shuffle_vector(vec, undefined(vec.type), lane_mask(tuple(lanes)))
+
+
+def _row_major(ctx, value, work_ty):
+    """Operand `value` as one row-major vector in the working type (exact widening)."""
+    b = ctx.b
     lay = ctx.lay(value.type)
     vec = as_vector(ctx, ctx.get(value), lay)
-    if vec.type.element != acc_ty:
-        vec = ctx.b.fpext(vec, vector_type(acc_ty, vec.type.count))  # exact
-    elif acc_ty == F32 and precision == "tf32" and op.a.type.element_type == op.b.type.element_type:
-        vec = _tf32(ctx, vec)
-    return lay, vec
+    vec = _pick(ctx, vec, [lay.reg_of_flat[f] for f in range(lay.numel)])
+    if vec.type.element == work_ty:
+        return vec
+    if isinstance(work_ty, ir.IntType):
+        return b.sext(vec, vector_type(work_ty, vec.type.count))
+    if vec.type.element == BF16 and work_ty == F64:  # as the core does: through fp32
+        vec = b.fpext(vec, vector_type(F32, vec.type.count))
+    return b.fpext(vec, vector_type(work_ty, vec.type.count))
+
+
+def _parts(ctx, vec, precision: str) -> list:
+    """The operand vectors the k loop multiplies: [x], [tf32(x)], or tf32x3's [big, small]."""
+    if precision == "tf32":
+        return [_tf32(ctx, vec)]
+    if precision == "tf32x3":
+        big = _tf32(ctx, vec)
+        return [big, _tf32(ctx, ctx.b.fsub(vec, big))]
+    return [vec]
+
+
+def _to_stack(ctx, vec):
+    """A stack slot holding `vec` (allocated once in the prologue, written here)."""
+    slot = ctx.pro.alloca(vec.type)
+    ctx.b.store(vec, slot)
+    return ctx.pro.bitcast(slot, PTR)
+
+
+_WIDTH = {F16: 16, BF16: 16, F32: 32, F64: 64}
+
+
+def _convert(ctx, vec, ty):
+    """Float vector `vec` in type `ty` (widened exactly, or narrowed with rounding)."""
+    if vec.type.element == ty:
+        return vec
+    cast = ctx.b.fpext if _WIDTH[vec.type.element] < _WIDTH[ty] else ctx.b.fptrunc
+    return cast(vec, vector_type(ty, vec.type.count))
 
 
 def _dot(ctx, op):
-    b = ctx.b
     c_lay = ctx.lay(op.c.type)
-    precision = op.input_precision.data
-    acc_ty = llty(op.d.type.element_type)
-    a_lay, a_vec = _operand(ctx, op, op.a, precision, acc_ty)
-    b_lay, b_vec = _operand(ctx, op, op.b, precision, acc_ty)
-    acc = as_vector(ctx, ctx.get(op.c), c_lay)
-    M, N = c_lay.shape
+    shape = c_lay.shape
+    *batch, M, N = shape
+    rows_total = M * (batch[0] if batch else 1)
     K = op.a.type.get_shape()[-1]
-    row_ty = vector_type(acc_ty, N)
-    fma = ctx.intrinsic(f"llvm.fma.{vector_name(row_ty)}", row_ty, [row_ty, row_ty, row_ty])
+    acc_ty = llty(op.d.type.element_type)
+    group = core_dot._rounding_group(op.a.type.element_type, op.d.type.element_type)
+    work_ty = F32 if group else acc_ty
+    f32 = llty(op.a.type.element_type) == F32 and llty(op.b.type.element_type) == F32
+    precision = op.input_precision.data if f32 else "ieee"
+    a_parts = [_to_stack(ctx, v) for v in _parts(ctx, _row_major(ctx, op.a, work_ty), precision)]
+    b_parts = [_to_stack(ctx, v) for v in _parts(ctx, _row_major(ctx, op.b, work_ty), precision)]
+    acc = as_vector(ctx, ctx.get(op.c), c_lay)
+    rows = [_convert(ctx, _pick(ctx, acc, [c_lay.reg_of_flat[i * N + n] for n in range(N)]), work_ty)
+            for i in range(rows_total)]  # fmt: skip
+    step = _multiply_add(ctx, work_ty, M, N, K, precision, a_parts, b_parts)
+    per_iteration = min(group or 1, K)
 
-    def pick(vec, lanes_):
-        if lanes_ == list(range(vec.type.count)):
-            return vec
-        return b.shuffle_vector(vec, undefined(vec.type), lane_mask(tuple(lanes_)))
+    def iteration(rows, k0):
+        for j in range(per_iteration):
+            rows = step(rows, ctx.b.add(k0, I32(j)) if j else k0)
+        if group:  # round as the instruction does, go on in fp32
+            rows = [_convert(ctx, _convert(ctx, r, acc_ty), work_ty) for r in rows]
+        return rows
 
-    rows = [pick(acc, [c_lay.reg_of_flat[flat_of((m, n), c_lay.shape)] for n in range(N)]) for m in range(M)]
-    for k in range(K):
-        b_row = pick(b_vec, [b_lay.reg_of_flat[flat_of((k, n), b_lay.shape)] for n in range(N)])
-        for m in range(M):  # a[m, k] as a scalar, broadcast: no shuffle of the whole of A
-            a_mk = b.extract_element(a_vec, I32(a_lay.reg_of_flat[flat_of((m, k), a_lay.shape)]))
-            rows[m] = b.call(fma, [splat(ctx, a_mk, N), b_row, rows[m]])
-    row_major = concat(ctx, rows)
-    out = pick(row_major, [c_lay.reg_flat[r] for r in range(c_lay.nregs)])
+    rows = _k_loop(ctx, rows, K, per_iteration, iteration)
+    row_major = concat(ctx, [_convert(ctx, r, acc_ty) for r in rows])
+    out = _pick(ctx, row_major, [c_lay.reg_flat[r] for r in range(c_lay.nregs)])
     ctx.set(op.d, VTV(ctx, out, c_lay, op.d.type.element_type))
+
+
+def _multiply_add(ctx, work_ty, M: int, N: int, K: int, precision: str, a_parts, b_parts):
+    """fn(rows, k) -> rows after step k: row (i, m) += a[i, m, k] · B[i, k, :] for each batch
+    index i (tf32x3: three terms, small·big, big·small, big·big, in the core's order)."""
+    b = ctx.b
+    row_ty = vector_type(work_ty, N)
+    is_int = isinstance(work_ty, ir.IntType)
+    fma = None if is_int else ctx.intrinsic(f"llvm.fma.{vector_name(row_ty)}", row_ty, [row_ty, row_ty, row_ty])
+    terms = [(1, 0), (0, 1), (0, 0)] if precision == "tf32x3" else [(0, 0)]  # (A part, B part)
+
+    def load(parts, index, ty):
+        return [b.load(b.gep(p, [index], source_etype=work_ty), typ=ty) for p in parts]
+
+    def step(rows: list, k):
+        out, b_row = [], None
+        for r, row in enumerate(rows):
+            i, m = divmod(r, M)
+            if m == 0:  # row k of this batch's B
+                b_row = load(b_parts, b.add(b.mul(k, I32(N)), I32(i * K * N)), row_ty)
+            a_mk = [splat(ctx, a, N) for a in load(a_parts, b.add(k, I32((i * M + m) * K)), work_ty)]
+            for ia, ib in terms:
+                row = b.add(b.mul(a_mk[ia], b_row[ib]), row) if is_int else b.call(fma, [a_mk[ia], b_row[ib], row])
+            out.append(row)
+        return out
+
+    return step
+
+
+def _k_loop(ctx, rows: list, K: int, per_iteration: int, iteration) -> list:
+    """`rows` after iteration(rows, k0) for k0 = 0, per_iteration, ... < K, as an LLVM loop."""
+    b = ctx.b
+    pre = b.block
+    body = ctx.fn.append_basic_block("dot.k")
+    exit_ = ctx.fn.append_basic_block("dot.k.exit")
+    b.branch(body)
+    b.position_at_end(body)
+    k = b.phi(I32, name="dot.k")
+    k.add_incoming(I32(0), pre)
+    phis = []
+    for row in rows:
+        p = b.phi(row.type, name="dot.acc")
+        p.add_incoming(row, pre)
+        phis.append(p)
+    rows = iteration(phis, k)
+    latch = b.block
+    nxt = b.add(k, I32(per_iteration))
+    k.add_incoming(nxt, latch)
+    for p, row in zip(phis, rows):
+        p.add_incoming(row, latch)
+    b.cbranch(b.icmp_unsigned("<", nxt, I32(K)), body, exit_)
+    b.position_at_end(exit_)
+    return rows
 
 
 def rules() -> dict:

@@ -248,8 +248,30 @@ def _intrinsic(base: str):
 
 
 def _exp(ctx, x):
+    """fp32 as the GPUs compute it, 2^(x·log2 e); fp64 from libm (the product's rounding would
+    cost |x|·2^-53 of relative error)."""
+    if x.type.element == F64:
+        return vcall(ctx, "llvm.exp", [x])
     log2e = splat(ctx, ir.Constant(x.type.element, LOG2E), x.type.count)
     return vcall(ctx, "llvm.exp2", [ctx.b.fmul(x, log2e)])
+
+
+def _libm(name: str):
+    """An fp64 function LLVM has no intrinsic for, from the host's libm, lane by lane."""
+
+    def make(ctx, x):
+        b = ctx.b
+        fn = ctx.intrinsic(name, F64, [F64])
+        out = undefined(x.type)
+        for i in range(x.type.count):
+            out = b.insert_element(out, b.call(fn, [b.extract_element(x, I32(i))]), I32(i))
+        return out
+
+    return make
+
+
+def _f64(op) -> bool:
+    return _floats(op) and isinstance(op.result.type.element_type, builtin.Float64Type)
 
 
 def _rsqrt(ctx, x):
@@ -413,6 +435,7 @@ def rules(debug: bool) -> dict:
         if cls in core:
             out[cls] = _vector_rule(core[cls], _floats)(_math(make))
     out[xmath.FmaOp] = _vector_rule(core[xmath.FmaOp], _floats)(_fma)
+    out[xmath.ErfOp] = _vector_rule(core[xmath.ErfOp], _f64)(_math(_libm("erf")))
     out[tt.AddPtrOp] = _vector_rule(core[tt.AddPtrOp], _all_plain)(_addptr)
     from kernellab.backends.llvm import shape
 

@@ -1,6 +1,6 @@
 """TTGIR → LLVM IR for NVIDIA GPUs: the LLVM lowering core (kernellab.backends.llvm) with the
 NVIDIA target (target.py) and the rules only NVIDIA has (debug.py: printf and assert;
-gpu_state.py: assume, special registers, grid-dependency control; mma.py:
+gpu_state.py: special registers, grid-dependency control; mma.py:
 tensor-core dots on mma.sync and their operands' ldmatrix loads, over the core's FMA dot and
 local_load).
 

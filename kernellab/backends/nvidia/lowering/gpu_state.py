@@ -1,20 +1,13 @@
-"""tt.assume → llvm.assume; tt.globaltimer and tt.smid → the PTX special registers
-%globaltimer and %smid; tt.gdc_wait / tt.gdc_launch_dependents → griddepcontrol (sm_90 and
+"""tt.globaltimer and tt.smid → the PTX special registers %globaltimer and %smid;
+tt.gdc_wait / tt.gdc_launch_dependents → griddepcontrol (sm_90 and
 later; earlier GPUs have no dependent launches, so nothing is emitted)."""
 
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from kernellab.backends.llvm.types import TV, I32, I64
+from kernellab.backends.llvm.types import I32, I64
 from kernellab.ir import tt
-
-
-def _assume(ctx, op):
-    cond = ctx.get(op.condition)
-    values = [cond.regs[r] for r in cond.lay.canonical_regs] if isinstance(cond, TV) else [cond]
-    for value in values:
-        ctx.call("llvm.assume", ir.VoidType(), [value])
 
 
 def _global_timer(ctx, op):
@@ -34,7 +27,6 @@ def _grid_dependency(instruction: str):
 
 
 RULES = {
-    tt.AssumeOp: _assume,
     tt.GlobalTimerOp: _global_timer,
     tt.SmIdOp: _sm_id,
     tt.GridDependencyWaitOp: _grid_dependency("wait"),
