@@ -350,6 +350,7 @@ CHECKS = {
     "07-bring-your-triton-kernel": check_07,
     "08-autotuning": check_08,
     "09-jit-cache": check_09,
+    "10-one-kernel-three-targets": check_10,
     "11-profiling": check_11,
     "exercises/puzzles": check_exercises,
 }

@@ -22,7 +22,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
-from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, lane_mask, splat, undefined, vector_type
+from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, permute, splat, vector_type
 from kernellab.backends.llvm import dot as core_dot
 from kernellab.backends.llvm.portable import vector_name
 from kernellab.backends.llvm.types import BF16, F16, F32, F64, I32, PTR, TV, llty
@@ -56,18 +56,12 @@ def _tf32(ctx, vec):
     return b.bitcast(b.select(finite, rounded, bits), vec.type)
 
 
-def _pick(ctx, vec, lanes: list):
-    if lanes == list(range(vec.type.count)):
-        return vec
-    return ctx.b.shuffle_vector(vec, undefined(vec.type), lane_mask(tuple(lanes)))
-
-
 def _row_major(ctx, value, work_ty):
     """Operand `value` as one row-major vector in the working type (exact widening)."""
     b = ctx.b
     lay = ctx.lay(value.type)
     vec = as_vector(ctx, ctx.get(value), lay)
-    vec = _pick(ctx, vec, [lay.reg_of_flat[f] for f in range(lay.numel)])
+    vec = permute(ctx, vec, [lay.reg_of_flat[f] for f in range(lay.numel)])
     if vec.type.element == work_ty:
         return vec
     if isinstance(work_ty, ir.IntType):
@@ -119,7 +113,7 @@ def _dot(ctx, op):
     a_parts = [_to_stack(ctx, v) for v in _parts(ctx, _row_major(ctx, op.a, work_ty), precision)]
     b_parts = [_to_stack(ctx, v) for v in _parts(ctx, _row_major(ctx, op.b, work_ty), precision)]
     acc = as_vector(ctx, ctx.get(op.c), c_lay)
-    rows = [_convert(ctx, _pick(ctx, acc, [c_lay.reg_of_flat[i * N + n] for n in range(N)]), work_ty)
+    rows = [_convert(ctx, permute(ctx, acc, [c_lay.reg_of_flat[i * N + n] for n in range(N)]), work_ty)
             for i in range(rows_total)]  # fmt: skip
     step = _multiply_add(ctx, work_ty, M, N, K, precision, a_parts, b_parts)
     per_iteration = min(group or 1, K)
@@ -133,7 +127,7 @@ def _dot(ctx, op):
 
     rows = _k_loop(ctx, rows, K, per_iteration, iteration)
     row_major = concat(ctx, [_convert(ctx, r, acc_ty) for r in rows])
-    out = _pick(ctx, row_major, [c_lay.reg_flat[r] for r in range(c_lay.nregs)])
+    out = permute(ctx, row_major, [c_lay.reg_flat[r] for r in range(c_lay.nregs)])
     ctx.set(op.d, VTV(ctx, out, c_lay, op.d.type.element_type))
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from xdsl.dialects.builtin import IntegerType, TensorType
 
 from kernellab.backends.cpu.lowering.vector_rules import VECTOR_BINARY, vector_binary
-from kernellab.backends.cpu.lowering.vectors import as_vector, lane_mask, undefined
+from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, permute
 from kernellab.backends.llvm import reduce as core_reduce
 from kernellab.backends.llvm.axis import axis_mask
-from kernellab.backends.llvm.layout import layout_of_type
+from kernellab.backends.llvm.layout import coords_of, flat_of, layout_of_type
 from kernellab.backends.llvm.types import I32
 from kernellab.ir import arith, tt
 
@@ -56,13 +56,21 @@ def _reduce(ctx, op):
         low = [j for j, r in enumerate(current) if not r >> bit & 1]
         position = {r: j for j, r in enumerate(current)}
         high = [position[current[j] | 1 << bit] for j in low]
-        undef = undefined(vec.type)
-        lo = b.shuffle_vector(vec, undef, lane_mask(tuple(low)))
-        hi = b.shuffle_vector(vec, undef, lane_mask(tuple(high)))
+        lo, hi = permute(ctx, vec, low), permute(ctx, vec, high)
         vec = vector_binary(ctx, name, lo, hi)
         current = [current[j] for j in low]
-    acc = {lay.reg_flat[r] & ~am: [b.extract_element(vec, I32(j))] for j, r in enumerate(current)}
-    core_reduce.bind_thread_results(ctx, op, lay, acc)
+    res = op.result[0]
+    if not isinstance(res.type, TensorType):
+        ctx.set(res, b.extract_element(vec, I32(0)))
+        return
+    # the result stays one vector: each result register picks the lane of its group
+    lane_of = {lay.reg_flat[r] & ~am: j for j, r in enumerate(current)}
+    res_lay = ctx.lay(res.type)
+    picks = []
+    for r in range(res_lay.nregs):
+        co = coords_of(res_lay.reg_flat[r], res_lay.shape)
+        picks.append(lane_of[flat_of(co[:axis] + (0,) + co[axis:], lay.shape)])
+    ctx.set(res, VTV(ctx, permute(ctx, vec, picks), res_lay, res.type.element_type))
 
 
 def rules() -> dict:

@@ -1,15 +1,16 @@
 """Shape ops and layout conversions on the CPU as one `shufflevector` each: with one thread
-holding the whole tensor, tt.broadcast, tt.expand_dims and ttg.convert_layout only reorder
-(or repeat) the registers of one vector. Each result register takes the source register that
-holds its element (broadcast dims read index 0 of the source, expand_dims drops the new dim).
-Other shape ops (reshape, trans, join, split, ...) take the core's rules.
+holding the whole tensor, tt.broadcast, tt.expand_dims, tt.reshape, tt.trans and
+ttg.convert_layout only reorder (or repeat) the registers of one vector. Each result register
+takes the source register that holds its element (broadcast dims read index 0 of the source,
+expand_dims drops the new dim, reshape keeps the row-major flat index, trans permutes the
+dims). Other shape ops (join, split, ...) take the core's rules.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, lane_mask, undefined
+from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, permute
 from kernellab.backends.llvm import shape as core_shape
 from kernellab.backends.llvm.layout import coords_of, flat_of, layout_of_type
 from kernellab.ir import tt, ttg
@@ -22,6 +23,13 @@ def _source_coords(op, coords):
     if isinstance(op, tt.ExpandDimsOp):
         axis = op.axis.value.data
         return coords[:axis] + coords[axis + 1 :]
+    if isinstance(op, tt.ReshapeOp):  # row-major: the flat index stays
+        return coords_of(flat_of(coords, op.result.type.get_shape()), op.src.type.get_shape())
+    if isinstance(op, tt.TransOp):  # result dim i is source dim order[i]
+        src = [0] * len(coords)
+        for i, d in enumerate(op.order.get_values()):
+            src[d] = coords[i]
+        return tuple(src)
     return coords
 
 
@@ -43,16 +51,12 @@ def _permute(ctx, op):
     for r in range(dst_lay.nregs):
         coords = _source_coords(op, coords_of(dst_lay.reg_flat[r], dst_lay.shape))
         picks.append(src_lay.reg_of_flat[flat_of(coords, src_lay.shape)])
-    if picks == list(range(src_lay.nregs)):
-        out = vec
-    else:
-        out = ctx.b.shuffle_vector(vec, undefined(vec.type), lane_mask(tuple(picks)))
-    ctx.set(res, VTV(ctx, out, dst_lay, res.type.element_type))
+    ctx.set(res, VTV(ctx, permute(ctx, vec, picks), dst_lay, res.type.element_type))
 
 
 def rules() -> dict:
     out = {}
-    for cls in (tt.BroadcastOp, tt.ExpandDimsOp, ttg.ConvertLayoutOp):
+    for cls in (tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, ttg.ConvertLayoutOp):
         core = core_shape.RULES[cls]
 
         def lower(ctx, op, core=core):

@@ -270,6 +270,26 @@ def _libm(name: str):
     return make
 
 
+def _numbers(op) -> bool:
+    """Tensors of ints (not i1) or floats of any width in and out (what a bitcast moves)."""
+
+    def number(t) -> bool:
+        if not isinstance(t, TensorType):
+            return False
+        e = t.element_type
+        if isinstance(e, builtin.IntegerType):
+            return e.width.data > 1
+        return isinstance(e, (builtin.Float16Type, builtin.BFloat16Type, *_FLOATS))
+
+    return all(number(v.type) for v in (*op.operands, *op.results))
+
+
+def _bitcast(ctx, op):
+    lay = ctx.lay(op.result.type)
+    (x,) = _vectors(ctx, op, lay)
+    _result(ctx, op, ctx.b.bitcast(x, vector_type(llty(op.result.type.element_type), x.type.count)))
+
+
 def _f64(op) -> bool:
     return _floats(op) and isinstance(op.result.type.element_type, builtin.Float64Type)
 
@@ -436,6 +456,7 @@ def rules(debug: bool) -> dict:
             out[cls] = _vector_rule(core[cls], _floats)(_math(make))
     out[xmath.FmaOp] = _vector_rule(core[xmath.FmaOp], _floats)(_fma)
     out[xmath.ErfOp] = _vector_rule(core[xmath.ErfOp], _f64)(_math(_libm("erf")))
+    out[tt.BitcastOp] = _vector_rule(core[tt.BitcastOp], _numbers)(_bitcast)
     out[tt.AddPtrOp] = _vector_rule(core[tt.AddPtrOp], _all_plain)(_addptr)
     from kernellab.backends.llvm import shape
 
