@@ -398,9 +398,10 @@ class KernelFunction:
     can be called from a kernel, where the frontend compiles the call.
     """
 
-    def __init__(self, fn, noinline: bool = False):
+    _SOURCE_FIELDS = ("src", "start_line", "filename", "indent")
+
+    def __init__(self, fn, noinline: bool = False, lazy_source: bool = False):
         import inspect
-        import textwrap
 
         self.fn = fn
         self.__name__ = fn.__name__
@@ -417,11 +418,26 @@ class KernelFunction:
             if p.annotation is constexpr or p.annotation == "tl.constexpr"
             or (isinstance(p.annotation, str) and p.annotation.endswith("constexpr"))
         }
-        lines, self.start_line = inspect.getsourcelines(fn)
-        self.filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        if not lazy_source:
+            self._read_source()
+
+    def _read_source(self) -> None:
+        import inspect
+        import textwrap
+
+        lines, self.start_line = inspect.getsourcelines(self.fn)
+        self.filename = inspect.getsourcefile(self.fn) or self.fn.__code__.co_filename
         self.src = textwrap.dedent("".join(lines))
         # column offset removed by dedent, so errors can point at the original column
         self.indent = len(lines[0]) - len(lines[0].lstrip())
+
+    def __getattr__(self, name: str):
+        # the standard library's functions read their source when first compiled: reading
+        # the ~150 of them at `import kernellab` cost a fifth of the import
+        if name in KernelFunction._SOURCE_FIELDS:
+            self._read_source()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def globals(self) -> dict:
@@ -440,8 +456,8 @@ class KernelFunction:
 def kernel_function(fn=None, *, noinline: bool = False):
     """Mark a function as written in the block language (used by the standard library)."""
     if fn is None:
-        return lambda f: KernelFunction(f, noinline=noinline)
-    return KernelFunction(fn, noinline=noinline)
+        return lambda f: KernelFunction(f, noinline=noinline, lazy_source=True)
+    return KernelFunction(fn, noinline=noinline, lazy_source=True)
 
 
 def builtin(fn):
