@@ -1,7 +1,7 @@
 """The CPU backend: options, the stage dict {ttir, ttgir, llir, obj} and asm, parsers, launcher.
 
     ttir   the TTIR pipeline (shared with the interpreter)
-    ttgir  pipeline.make_ttgir: the CPU layout (one thread per program holding whole tensors)
+    ttgir  pipeline.make_ttgir: the CPU layout (warps of one thread: chunks, or whole tensors)
     llir   kernellab.backends.cpu.lowering.make_llir: the shared lowering core with the CPU target
     obj    pipeline.make_object: LLVM verify, O3 for the host CPU, the object code the launcher
            loads into llvmlite's MCJIT

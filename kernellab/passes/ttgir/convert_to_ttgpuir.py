@@ -36,19 +36,23 @@ def run(
     target: str = "sm_90",
     threads_per_warp: int = 32,
     num_ctas: int = 1,
+    elements_per_thread: int = 1,
 ) -> Rewrites:
+    """`elements_per_thread`: consecutive elements along the fastest dim each thread holds in
+    the default layout (Triton's 1; the CPU's warps each take a contiguous chunk)."""
     ttg.set_module_attrs(module, num_warps, TARGETS.get(target, target), threads_per_warp, num_ctas)
     rewrites = Rewrites()
     rewrites.note("set-module-attributes")
-    converter = _Converter(num_warps, threads_per_warp, rewrites)
+    converter = _Converter(num_warps, threads_per_warp, rewrites, elements_per_thread)
     for func in [op for op in module.ops if isinstance(op, tt.FuncOp)]:
         converter.function(func)
     return rewrites
 
 
 class _Converter(StructuredWalk):
-    def __init__(self, num_warps: int, threads_per_warp: int, rewrites: Rewrites):
+    def __init__(self, num_warps: int, threads_per_warp: int, rewrites: Rewrites, elements_per_thread: int = 1):
         self.num_warps = num_warps
+        self.elements_per_thread = elements_per_thread
         self.threads_per_warp = threads_per_warp
         self.rewrites = rewrites
 
@@ -56,7 +60,7 @@ class _Converter(StructuredWalk):
         if not isinstance(t, TensorType):
             return t
         return ttg.with_encoding(
-            t, default_blocked(t.get_shape(), self.num_warps, self.threads_per_warp)
+            t, default_blocked(t.get_shape(), self.num_warps, self.threads_per_warp, self.elements_per_thread)
         )
 
     def retype(self, value: SSAValue, t: Attribute) -> SSAValue:

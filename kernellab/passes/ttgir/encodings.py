@@ -52,10 +52,14 @@ def blocked_for(
     return ttg.BlockedEncodingAttr(size_per_thread, lanes, warps, order)
 
 
-def default_blocked(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32):
-    """Triton's default layout: one element per thread per step, last dim fastest."""
+def default_blocked(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32, elements_per_thread: int = 1):
+    """Triton's default layout: one element per thread per step (or `elements_per_thread`
+    consecutive ones, as far as the last dim has them), last dim fastest."""
     rank = len(shape)
-    return blocked_for(shape, [1] * rank, list(reversed(range(rank))), num_warps, threads_per_warp)
+    size = [1] * rank
+    if rank:
+        size[-1] = max(1, min(elements_per_thread, shape[-1]))
+    return blocked_for(shape, size, list(reversed(range(rank))), num_warps, threads_per_warp)
 
 
 def permuted(encoding: Attribute, order: Sequence[int]) -> Attribute | None:

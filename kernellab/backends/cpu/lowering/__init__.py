@@ -1,5 +1,5 @@
 """TTGIR → LLVM IR for the host CPU: the LLVM lowering core (kernellab.backends.llvm) with the
-CPU target (target.py: one thread per program holding whole tensors, LLVM vector memory
+CPU target (target.py: warps of one thread holding their part of each tensor, LLVM vector memory
 accesses and atomics), the grid loop the launcher calls (grid.py), printf and the status
 record for device_print/device_assert (debug.py, checks.py), and tl.dot as register-tiled
 vector FMAs (dot.py).

@@ -2,7 +2,8 @@
 
     void <kernel>_grid(ptr args, ptr scratch, ptr status, i32 gx, i32 gy, i32 gz, i64 first, i64 end)
 
-runs programs first..end-1 (linear ids, x fastest) of a gx × gy × gz grid. `args` holds one
+runs programs first..end-1 (linear ids, x fastest) of a gx × gy × gz grid, each program's
+warps one after another (the kernel's last hidden parameter is its warp). `args` holds one
 8-byte slot per kernel argument (a pointer, or a scalar in the slot's low bytes); `scratch` is
 the calling worker's shared memory; `status` the launch's status record (checks.py), which also
 stops the loop once a program failed. The launcher splits the grid into ranges and calls this
@@ -23,7 +24,7 @@ def grid_function_name(kernel: str) -> str:
     return f"{kernel}_grid"
 
 
-def define_grid_loop(ctx, fn: ir.Function, nhidden: int) -> ir.Function:
+def define_grid_loop(ctx, fn: ir.Function, nhidden: int, warps: int) -> ir.Function:
     own = fn.function_type.args[: len(fn.function_type.args) - nhidden]
     loop = ir.Function(ctx.mod, ir.FunctionType(VOID, GRID_PARAMS), grid_function_name(fn.name))
     loop.attributes.add("nounwind")
@@ -58,7 +59,22 @@ def define_grid_loop(ctx, fn: ir.Function, nhidden: int) -> ir.Function:
     rest = b.udiv(p, gx64)
     y = b.trunc(b.urem(rest, gy64), I32)
     z = b.trunc(b.udiv(rest, gy64), I32)
-    b.call(fn, [*values, x, y, z, gx, gy, gz, shared, status])
+    args = [*values, x, y, z, gx, gy, gz, shared, status]
+    if warps == 1:
+        b.call(fn, [*args, I32(0)])
+    else:  # warps that never exchange data run one after another
+        warp_body = loop.append_basic_block("warp")
+        b.branch(warp_body)
+        b.position_at_end(warp_body)
+        w = b.phi(I32, "warp")
+        w.add_incoming(I32(0), body)
+        b.call(fn, [*args, w])
+        w_next = b.add(w, I32(1))
+        w.add_incoming(w_next, warp_body)
+        next_program = loop.append_basic_block("program.end")
+        b.cbranch(b.icmp_unsigned("<", w_next, I32(warps)), warp_body, next_program)
+        body = next_program
+        b.position_at_end(next_program)
     p.add_incoming(b.add(p, I64(1)), body)
     b.branch(head)
 

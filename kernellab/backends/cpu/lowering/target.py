@@ -1,10 +1,11 @@
-"""The CPU target of the LLVM lowering core: the host's triple, one thread per program that
-holds whole tensors in registers (no lanes, so no shuffles and no barriers), memory and
+"""The CPU target of the LLVM lowering core: the host's triple, warps of one thread that hold
+their part of each tensor in registers (no lanes, so no shuffles), memory and
 atomics in plain LLVM (backends/llvm/portable.py: `llvm.masked.load`/`store`, LLVM atomics),
 and LLVM's own intrinsics where a GPU has an approximate instruction.
 
 The kernel function takes its program ids, the grid size, a scratch buffer (the program's
-"shared memory") and a launch status record as hidden parameters after its own arguments;
+"shared memory"), a launch status record and its warp as hidden parameters after its own
+arguments (a program has several warps only when they never exchange data: pipeline.py);
 `grid.define_grid_loop` wraps it in the function the launcher calls, a loop over a range of
 program ids. Accesses under `debug=True` are bounds-checked (`checks.py`).
 """
@@ -22,7 +23,7 @@ from kernellab.backends.llvm.types import F32, I32, PTR, SPTR
 HIDDEN = (
     ("pid_x", I32), ("pid_y", I32), ("pid_z", I32),
     ("nprog_x", I32), ("nprog_y", I32), ("nprog_z", I32),
-    ("scratch", SPTR), ("status", PTR),
+    ("scratch", SPTR), ("status", PTR), ("tid", I32),
 )  # fmt: skip
 
 
@@ -42,10 +43,10 @@ class CpuTarget(portable.PortableArithmetic):
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         fn.attributes.add("alwaysinline")
-        grid.define_grid_loop(ctx, fn, len(HIDDEN))
+        grid.define_grid_loop(ctx, fn, len(HIDDEN), threads)
 
     def thread_id(self, ctx):
-        return I32(0)
+        return ctx.hidden["tid"]  # the grid loop runs a program's warps one after another
 
     def program_id(self, ctx, axis: int):
         return ctx.hidden["pid_" + "xyz"[axis]]

@@ -104,11 +104,34 @@ def _constant(ctx, op):
     _result(ctx, op, constant_vector(by_flat))
 
 
+def _constant_accepts(op) -> bool:
+    """Dense tensor constants; one that is not a splat only in a layout without warps (a
+    warp's registers would hold other elements)."""
+    t = op.result.type
+    if not (isinstance(t, TensorType) and _plain(t) and isinstance(op.value, builtin.DenseIntOrFPElementsAttr)):
+        return False
+    from kernellab.backends.llvm.layout import layout_of_type
+
+    return len(op.value.get_values()) == 1 or not layout_of_type(t).thread_bits
+
+
 def _make_range(ctx, op):
     t = op.result.type
     lay = ctx.lay(t)
     start = op.start.value.data
-    _result(ctx, op, constant_vector([I32(start + f) for f in lay.reg_flat]))
+    if not lay.thread_bits:
+        _result(ctx, op, constant_vector([I32(start + f) for f in lay.reg_flat]))
+        return
+    # one of several warps: element = register part ^ this warp's part (ctx.flat_index), an
+    # add where their bits are disjoint (LLVM sees contiguous lanes through an add, not a xor)
+    b = ctx.b
+    part = splat(ctx, ctx.thread_flat(lay), lay.nregs)
+    if all(f & lay.thread_bits == 0 for f in lay.reg_flat):
+        vec = b.add(constant_vector([I32(start + f) for f in lay.reg_flat]), part)
+    else:
+        vec = b.xor(constant_vector([I32(f) for f in lay.reg_flat]), part)
+        vec = b.add(vec, splat(ctx, I32(start), lay.nregs)) if start else vec
+    _result(ctx, op, vec)
 
 
 def _splat(ctx, op):
@@ -445,7 +468,7 @@ def rules(debug: bool) -> dict:
     out[arith.CmpfOp] = _vector_rule(core[arith.CmpfOp], lambda op: cmp_ok(op) and isinstance(op.lhs.type.element_type, _FLOATS))(_cmp(elementwise.cmpf_fn))
     out[arith.SelectOp] = _vector_rule(core[arith.SelectOp], lambda op: isinstance(op.cond.type, TensorType) and _plain(op.result.type))(_select)
     out[arith.NegfOp] = _vector_rule(core[arith.NegfOp], _floats)(_negf)
-    out[arith.ConstantOp] = _vector_rule(core[arith.ConstantOp], lambda op: isinstance(op.result.type, TensorType) and _plain(op.result.type) and isinstance(op.value, builtin.DenseIntOrFPElementsAttr))(_constant)
+    out[arith.ConstantOp] = _vector_rule(core[arith.ConstantOp], _constant_accepts)(_constant)
     math = {xmath.ExpOp: _exp, xmath.Exp2Op: _intrinsic("llvm.exp2"), xmath.LogOp: _log("llvm.log"),
             xmath.Log2Op: _log("llvm.log2"), xmath.SqrtOp: _intrinsic("llvm.sqrt"), xmath.RsqrtOp: _rsqrt,
             tt.PreciseSqrtOp: _intrinsic("llvm.sqrt"), xmath.FloorOp: _intrinsic("llvm.floor"),
