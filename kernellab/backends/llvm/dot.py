@@ -218,31 +218,37 @@ def _dot(ctx, op):
 
 def _k_loop(ctx, work, K: int, step: int, k_steps, a_op, b_op, pairs):
     """`work` after k_steps over K in a loop of K / step iterations of `step` (unrolled) k's."""
-    b = ctx.b
     for row, col in pairs:  # the operands' addresses at k = 0, computed once before the loop
         a_op.read_address(row)
         b_op.read_address(col)
+    return counted_loop(ctx, work, K, step, lambda values, k0: k_steps(values, k0, step))
+
+
+def counted_loop(ctx, values: list, count: int, step: int, body) -> list:
+    """`values` (LLVM scalars or vectors) after body(values, i) for i = 0, step, ... < count,
+    as an LLVM loop whose phis carry them: code size independent of `count`."""
+    b = ctx.b
     pre = b.block
-    body = ctx.fn.append_basic_block("dot.k")
+    loop = ctx.fn.append_basic_block("dot.k")
     exit_ = ctx.fn.append_basic_block("dot.k.exit")
-    b.branch(body)
-    b.position_at_end(body)
-    k0 = b.phi(I32, name="dot.k0")
-    k0.add_incoming(I32(0), pre)
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(I32, name="dot.k0")
+    i.add_incoming(I32(0), pre)
     phis = []
-    for w in work:
-        p = b.phi(w.type, name="dot.acc")
-        p.add_incoming(w, pre)
+    for v in values:
+        p = b.phi(v.type, name="dot.acc")
+        p.add_incoming(v, pre)
         phis.append(p)
-    work = k_steps(list(phis), k0, step)
+    values = body(list(phis), i)
     latch = b.block
-    nxt = b.add(k0, I32(step))
-    k0.add_incoming(nxt, latch)
-    for p, w in zip(phis, work):
-        p.add_incoming(w, latch)
-    b.cbranch(b.icmp_unsigned("<", nxt, I32(K)), body, exit_)
+    nxt = b.add(i, I32(step))
+    i.add_incoming(nxt, latch)
+    for p, v in zip(phis, values):
+        p.add_incoming(v, latch)
+    b.cbranch(b.icmp_unsigned("<", nxt, I32(count)), loop, exit_)
     b.position_at_end(exit_)
-    return work
+    return values
 
 
 def _multiply_add(ctx, op, work_elem):

@@ -125,7 +125,7 @@ def _dot(ctx, op):
             rows = [_convert(ctx, _convert(ctx, r, acc_ty), work_ty) for r in rows]
         return rows
 
-    rows = _k_loop(ctx, rows, K, per_iteration, iteration)
+    rows = core_dot.counted_loop(ctx, rows, K, per_iteration, iteration)
     row_major = concat(ctx, [_convert(ctx, r, acc_ty) for r in rows])
     out = permute(ctx, row_major, [c_lay.reg_flat[r] for r in range(c_lay.nregs)])
     ctx.set(op.d, VTV(ctx, out, c_lay, op.d.type.element_type))
@@ -156,32 +156,6 @@ def _multiply_add(ctx, work_ty, M: int, N: int, K: int, precision: str, a_parts,
         return out
 
     return step
-
-
-def _k_loop(ctx, rows: list, K: int, per_iteration: int, iteration) -> list:
-    """`rows` after iteration(rows, k0) for k0 = 0, per_iteration, ... < K, as an LLVM loop."""
-    b = ctx.b
-    pre = b.block
-    body = ctx.fn.append_basic_block("dot.k")
-    exit_ = ctx.fn.append_basic_block("dot.k.exit")
-    b.branch(body)
-    b.position_at_end(body)
-    k = b.phi(I32, name="dot.k")
-    k.add_incoming(I32(0), pre)
-    phis = []
-    for row in rows:
-        p = b.phi(row.type, name="dot.acc")
-        p.add_incoming(row, pre)
-        phis.append(p)
-    rows = iteration(phis, k)
-    latch = b.block
-    nxt = b.add(k, I32(per_iteration))
-    k.add_incoming(nxt, latch)
-    for p, row in zip(phis, rows):
-        p.add_incoming(row, latch)
-    b.cbranch(b.icmp_unsigned("<", nxt, I32(K)), body, exit_)
-    b.position_at_end(exit_)
-    return rows
 
 
 def rules() -> dict:
