@@ -3,9 +3,10 @@ pass manager.
 
 ttgir stage, TTIR in, TTGIR with the CPU layout out:
 1. convert_to_ttgpuir        warps of one thread: a kernel of 1-D tensors whose ops never
-                             exchange data between threads gets a warp per 64 consecutive
-                             elements (the grid loop runs them one after another), any other
-                             one warp holding every tensor whole (no lanes, no warps).
+                             exchange data between threads (decided on its TTIR ops) gets a
+                             warp per 64 consecutive elements (the grid loop runs them one
+                             after another; the lowering refuses a barrier among them), any
+                             other one warp holding every tensor whole (no lanes, no warps).
 2. coalesce                  (one warp) memory ops get the layouts whose registers run along
                              the most contiguous dim, so loads and stores become vector
                              instructions; with several warps each already holds a chunk.
@@ -109,26 +110,7 @@ def _warps_for(module: ModuleOp) -> int:
 def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassRecord]:
     """Run the CPU TTGIR passes on `module` (TTIR) in place."""
     verify = bool(getattr(options, "debug", False))
-    warps = _warps_for(module)
-    if warps > 1:
-        original = module.clone()
-        records = PassManager(ttgir_passes(warps), trace=trace, verify=verify).run(module)
-        if _warp_local(module):  # the passes added no layout conversion
-            return records
-        _restore(module, original)
-    return PassManager(TTGIR_PASSES, trace=trace, verify=verify).run(module)
-
-
-def _restore(module: ModuleOp, original: ModuleOp) -> None:
-    """Put `original`'s ops and attributes back into `module`."""
-    for op in list(module.body.block.ops):
-        op.detach()
-        op.erase(safe_erase=False)
-    for op in list(original.body.block.ops):
-        op.detach()
-        module.body.block.add_op(op)
-    module.attributes.clear()
-    module.attributes.update(original.attributes)
+    return PassManager(ttgir_passes(_warps_for(module)), trace=trace, verify=verify).run(module)
 
 
 @dataclass

@@ -18,6 +18,7 @@ import llvmlite.ir as ir
 
 from kernellab.backends.cpu.lowering import checks, grid
 from kernellab.backends.llvm import portable
+from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.types import F32, I32, PTR, SPTR
 
 HIDDEN = (
@@ -60,7 +61,11 @@ class CpuTarget(portable.PortableArithmetic):
     # -- exchange between threads: one thread, nothing to exchange ---------------------------
 
     def barrier(self, ctx) -> None:
-        pass
+        if ctx.num_warps > 1:  # pipeline.py gives several warps only to kernels that never need one
+            raise LoweringError(
+                f"a barrier in a CPU kernel of {ctx.num_warps} warps: they run one after another "
+                "and cannot meet at it (the CPU pipeline should have kept one warp)"
+            )
 
     def shuffle_i32(self, ctx, value, lane, kind: str):
         return value
