@@ -11,6 +11,7 @@ import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.cpu import launcher
 from kernellab.backends.cpu.errors import CpuAssertionError, CpuOutOfBoundsError
+from kernellab.backends.llvm.errors import LoweringError
 from kernellab.examples import add_kernel, softmax_kernel, softmax_reference
 
 ADD = dict(signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK_SIZE": 1024})
@@ -54,6 +55,21 @@ def test_a_kernel_whose_threads_exchange_data_keeps_one_warp():
     ck = kl.compile(softmax_kernel, signature="*fp32,*fp32,i32,i32,i32", constexprs={"BLOCK_SIZE": 1024},
                     target="cpu", force=True)  # fmt: skip
     assert '"ttg.num-warps" = 1' in ck.asm["ttgir"]
+
+
+@kl.jit
+def total_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
+
+
+def test_warps_that_would_have_to_meet_at_a_barrier_are_a_lowering_error():
+    """The CPU runs a program's warps one after another, so they can't exchange data: TTGIR
+    that splits a reduction over two warps is refused with a message, never run wrong."""
+    ttgir = kl.compile(total_kernel, signature="*fp32,*fp32", constexprs={"BLOCK": 256}, target="cpu",
+                       force=True).asm["ttgir"]  # fmt: skip
+    two = ttgir.replace('"ttg.num-warps" = 1', '"ttg.num-warps" = 2').replace("warpsPerCTA = [1]", "warpsPerCTA = [2]")
+    with pytest.raises(LoweringError, match="cannot meet at it"):
+        kl.compile(two, target="cpu", force=True)
 
 
 def test_softmax_on_one_thread_and_on_every_core_agree_with_float64(rng):
