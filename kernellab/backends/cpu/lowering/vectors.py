@@ -156,13 +156,13 @@ def concat(ctx, parts: list):
     return parts[0]
 
 
-__all__ = ["VTV", "as_vector", "splat", "lanes", "concat", "vector_type", "undefined", "lane_mask", "constant_vector"]
-
-
-
 def permute(ctx, vec, picks: list):
     """The vector whose lane i is lane picks[i] of `vec` (one shufflevector; none for the
     identity)."""
     if picks == list(range(vec.type.count)):
         return vec
     return ctx.b.shuffle_vector(vec, undefined(vec.type), lane_mask(tuple(picks)))
+
+
+__all__ = ["VTV", "as_vector", "splat", "lanes", "concat", "permute", "vector_type", "undefined", "lane_mask",
+           "constant_vector"]
