@@ -33,6 +33,7 @@ __version__ = "0.1.0"
 # name → module that defines it; imported on first access (PEP 562)
 _LAZY = {
     "CompilationError": "kernellab.frontend.errors",
+    "DevicePool": "kernellab.runtime.bench_pool",
     "as_triton": "kernellab.triton_compat",
     "torch": None,
     "testing": None,
@@ -69,6 +70,6 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 __all__ = [
     "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
-    "heuristics", "cdiv", "next_power_of_2", "reinterpret", "as_triton", "testing", "language", "lab",
-    "torch",
+    "heuristics", "DevicePool", "cdiv", "next_power_of_2", "reinterpret", "as_triton", "testing",
+    "language", "lab", "torch",
 ]  # fmt: skip

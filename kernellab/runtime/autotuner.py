@@ -10,9 +10,12 @@ Tuning runs in two phases. First every config compiles for the GPU target, in pa
 processes (runtime/parallel_compile.py; `compile_executor=` takes any
 concurrent.futures.Executor); on the interpreter that compile is for sm_90 and only reports the
 resources a GPU would use. Then the configs are timed one after another (two kernels timed at
-once on one GPU would disturb each other; `bench_executor=` runs the timing calls elsewhere,
-one at a time). Each config's row (`ConfigTiming`) is reported as it fills: a live table in a
-notebook, progress lines in a script (kernellab/testing/tuning.py).
+once on one GPU would disturb each other). With several GPUs, `bench_executor=` times them in
+parallel, one config per GPU: a `DevicePool` (runtime/bench_pool.py: a worker process per GPU)
+or any Executor whose workers each own a device; the compiled code travels to the workers from
+the compile pool, and when the devices differ in model each config is timed on each model and
+the best is chosen per model. Each config's row (`ConfigTiming`) is reported as it fills: a live
+table in a notebook, progress lines in a script (kernellab/testing/tuning.py).
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ import inspect
 import os
 import time
 import warnings
-from concurrent.futures import Executor, as_completed
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Executor, as_completed, wait
 from dataclasses import dataclass
 
-from kernellab.backends.arguments import launch_device, snapshot, specialize, writable_array
+from kernellab.backends.arguments import launch_device, normalize_grid, snapshot, specialize, writable_array
+from kernellab.compiler.binary import binary_of
+from kernellab.runtime.bench_pool import BenchJob, bench_job, host_inputs, new_inputs_key, with_inputs
 from kernellab.runtime.jit import JITFunction, KernelInterface
 from kernellab.runtime.parallel_compile import CompileJob, KernelRef, compile_job, default_executor
 
@@ -74,6 +80,8 @@ class ConfigTiming:
     spills: int | None = None
     shared: int | None = None
     occupancy: dict | None = None  # backends.nvidia.limits.occupancy's estimate
+    device: str | None = None  # the pool's device that timed it (None: this process)
+    model: str | None = None  # that device's model: timings compare within a model
 
     @property
     def failed(self) -> bool:
@@ -137,7 +145,7 @@ class Autotuner(KernelInterface):
 
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
                  restore_value=None, warmup=5, rep=20, do_bench=None, compile_executor=None,
-                 bench_executor=None, progress=None):  # fmt: skip
+                 bench_executor=None, progress=None, bench_workers=None):  # fmt: skip
         self.fn = fn
         self.base = _base_jit(fn)
         self.configs = list(configs) or [Config({})]
@@ -153,9 +161,12 @@ class Autotuner(KernelInterface):
         self.do_bench = do_bench or _median_wall_clock
         self.compile_executor = compile_executor  # None: a process pool; False: this process
         self.bench_executor: Executor | None = bench_executor
+        # timings in flight on bench_executor: its device count where it says (a DevicePool)
+        self.bench_workers = bench_workers or len(getattr(bench_executor, "devices", ())) or 1
         self.progress = progress
         self.cache: dict[tuple, Config] = {}
         self.best_config: Config | None = None
+        self.best_by_model: dict[str, Config] = {}  # on a pool of several device models
         self.configs_timings: dict[Config, float] | None = None
         self.tuning: TuningTable | None = None  # the last tuning run, row by row
         for name in self.reset_to_zero + self.restore_value:
@@ -252,8 +263,9 @@ class Autotuner(KernelInterface):
     # -- tuning ----------------------------------------------------------------------------------
 
     def _tune(self, configs: list[Config], args, kwargs, grid, named: dict) -> Config:
-        """Compile every config (in parallel), time them one by one, keep the fastest."""
-        from kernellab.testing.tuning import tuning_reporter
+        """Compile every config (in parallel), time them (one by one here, or one per device on
+        the bench executor), keep the fastest (per device model)."""
+        from kernellab.testing.tuning import best_per_model, tuning_reporter
 
         conflicts = {name for c in configs for name in c.kwargs} & set(kwargs)
         if conflicts:
@@ -261,16 +273,19 @@ class Autotuner(KernelInterface):
                 f"conflicting meta-parameters {', '.join(sorted(conflicts))}: they are tuned by "
                 "autotune, so don't pass them to the launch"
             )
-        rows = [ConfigTiming(c) for c in configs]
         where, target = self._where(named)
+        models = self._pool_models(where)
+        # one row per config, or per (config, device model) when the pool's devices differ
+        rows = [ConfigTiming(c, model=m) for c in configs for m in (models if len(models) > 1 else [None])]
+        pooled = self.bench_executor is not None
         # On the interpreter the sm_90 compile only informs the table: made when one shows.
         informative = where != "interpreter" or self.progress is not False and (
             self.progress is not None or _showing_tables()
         )
-        jobs = self._compile_jobs(configs, args, kwargs, target) if informative else []
-        resources_from = None
-        if jobs and where == "interpreter":
-            resources_from = RESOURCES_TARGET
+        plan = self._compile_plan(rows, args, kwargs, target, models, ship=pooled and where != "interpreter")
+        if not informative:
+            plan = []
+        resources_from = RESOURCES_TARGET if plan and where == "interpreter" else None
         report = tuning_reporter(self.progress, self.base.__name__, where, resources_from)
         self.tuning = TuningTable(self.base.__name__, rows, where, resources_from)
 
@@ -278,36 +293,43 @@ class Autotuner(KernelInterface):
             if report is not None:
                 report.update(rows, done)
 
-        if jobs:
-            self._compile_all(rows, jobs, where, show)
-        errors = []
-        for row in rows:
-            if row.failed:
-                continue
-            row.status = "timing"
-            show()
-            try:
-                if row.compile_seconds is None:  # not compiled ahead: compile here, timed
-                    start = time.perf_counter()
-                    self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
-                    row.compile_seconds = time.perf_counter() - start
-                ms = self._timed(row.config, args, kwargs, grid, named)
-                if ms == float("inf"):  # _bench's answer for a config that does not fit the GPU
-                    row.status = "failed: out of resources on this GPU"
-                    continue
-                row.kernel_ms, row.status = ms, "timed"
-            except Exception as error:  # noqa: BLE001 - a config that can't run is skipped
-                errors.append(error)
-                row.status = f"failed: {type(error).__name__}: {error}"
+        binaries = self._compile_all(plan, where, show) if plan else {}
+        if pooled:
+            errors = self._time_on_pool(rows, binaries, args, kwargs, grid, named, show)
+        else:
+            errors = [e for row in rows if not row.failed and (e := self._time_here(row, args, kwargs, grid, named, show))]
         show(done=True)
-        timed = [r for r in rows if r.kernel_ms is not None]
-        self.configs_timings = {r.config: (r.kernel_ms if r.kernel_ms is not None else float("inf")) for r in rows}
-        if not timed:
+        best = best_per_model(rows)
+        if not best:
             raise errors[0] if errors else RuntimeError(
                 f"autotune: no config of {self.base.__name__} ran: "
                 + "; ".join(f"{r.config}: {r.status}" for r in rows)
             )
-        return min(timed, key=lambda r: r.kernel_ms).config
+        self.best_by_model = {model: row.config for model, row in best.items() if model is not None}
+        model = self._launch_model(where) if len(best) > 1 else next(iter(best))
+        chosen = best.get(model) or min(best.values(), key=lambda r: r.kernel_ms)
+        self.configs_timings = {r.config: (r.kernel_ms if r.kernel_ms is not None else float("inf"))
+                                for r in rows if r.model == chosen.model}  # fmt: skip
+        return chosen.config
+
+    def _time_here(self, row: ConfigTiming, args, kwargs, grid, named: dict, show) -> Exception | None:
+        """Time one config in this process; the error when it can't run."""
+        row.status = "timing"
+        show()
+        try:
+            if row.compile_seconds is None:  # not compiled ahead: compile here, timed
+                start = time.perf_counter()
+                self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
+                row.compile_seconds = time.perf_counter() - start
+            ms = self._bench(row.config, args, kwargs, grid, named)
+        except Exception as error:  # noqa: BLE001 - a config that can't run is skipped
+            row.status = f"failed: {type(error).__name__}: {error}"
+            return error
+        if ms == float("inf"):  # _bench's answer for a config that does not fit the GPU
+            row.status = "failed: out of resources on this GPU"
+        else:
+            row.kernel_ms, row.status = ms, "timed"
+        return None
 
     def _where(self, named: dict) -> tuple[str, str]:
         """Where the launch runs ("interpreter" or the GPU) and the target compiled for."""
@@ -321,63 +343,160 @@ class Autotuner(KernelInterface):
 
         return f"GPU (cuda:{device[0]})", device_info(device[0]).arch
 
-    def _compile_jobs(self, configs: list[Config], args, kwargs, target: str) -> list[CompileJob]:
-        """The compile of each config for `target`. None where the kernel is wrapped in
-        heuristics (their values are known only at launch) or the build can't compile for it."""
+    def _launch_model(self, where: str) -> str:
+        """The model of the device this process launches on (which best config it uses)."""
+        if where == "interpreter":
+            return "host"
+        from kernellab.backends.nvidia.driver import device_info
+
+        return device_info(int(where.split("cuda:")[1].rstrip(")"))).name
+
+    def _pool_models(self, where: str) -> dict[str, str | None]:
+        """The bench executor's device models → their targets ({} when it doesn't say), after
+        checking that its devices can run this launch's code."""
+        models = dict(getattr(self.bench_executor, "models", None) or {})
+        gpus = [m for m, arch in models.items() if arch is not None]
+        if models and where == "interpreter" and gpus:
+            raise ValueError(
+                f"autotune {self.base.__name__}: the bench executor's workers own GPUs, but this launch "
+                "runs on the host (CPU arrays): pass CUDA tensors, or time on DevicePool(host_workers=N)"
+            )
+        if models and where != "interpreter" and len(gpus) < len(models):
+            raise ValueError(
+                f"autotune {self.base.__name__}: this launch runs on the GPU, but the bench executor's "
+                "workers are host processes: time on DevicePool() (its GPUs)"
+            )
+        return models
+
+    def _compile_plan(self, rows, args, kwargs, target: str, models: dict, ship: bool) -> list[tuple[CompileJob, list]]:
+        """The compile jobs (a config for one target) with the rows each fills: each config for
+        `target`, and for each other GPU model of the pool, for that model's target. Empty where
+        the kernel is wrapped in heuristics (their values are known only at launch) or the build
+        can't compile for a GPU."""
         base = self.base
         if self.fn is not base or not _nvidia_available():
             return []
         ref = KernelRef.of(base)
-        jobs = []
-        for config in configs:
-            bound = base.binder.bind(args, {**kwargs, **config.all_kwargs()})
-            signature, constexprs, attrs = base.binder.compile_args(bound)
-            options = dict(bound.options)
-            if base.debug is not None:
-                options.setdefault("debug", base.debug)
-            jobs.append(CompileJob(ref, str(signature), constexprs, attrs or None, target, options))
-        return jobs
+        plan: dict[tuple[int, str], tuple[CompileJob, list]] = {}
+        for row in rows:
+            job_target = models.get(row.model) or target
+            key = (id(row.config), job_target)
+            if key not in plan:
+                bound = base.binder.bind(args, {**kwargs, **row.config.all_kwargs()})
+                signature, constexprs, attrs = base.binder.compile_args(bound)
+                options = dict(bound.options)
+                if base.debug is not None:
+                    options.setdefault("debug", base.debug)
+                plan[key] = (CompileJob(ref, str(signature), constexprs, attrs or None, job_target, options, ship), [])
+            plan[key][1].append(row)
+        return list(plan.values())
 
-    def _compile_all(self, rows: list[ConfigTiming], jobs: list[CompileJob], where: str, show) -> None:
-        """Run the compile jobs on the compile executor, filling the rows as they finish. A
-        config whose GPU compile fails is dropped when the launch runs on that GPU (the launch
-        then finds each compile in the disk cache); on the interpreter it is still timed (only
-        its resources are missing)."""
+    def _compile_all(self, plan: list[tuple[CompileJob, list]], where: str, show) -> dict[int, object]:
+        """Run the compile jobs on the compile executor, filling their rows as they finish; the
+        shipped binaries by row id. A config whose GPU compile fails is dropped when the launch
+        runs on that GPU (the launch then finds each compile in the disk cache); on the
+        interpreter it is still timed (only its resources are missing)."""
         from kernellab.backends.nvidia.limits import occupancy
 
         executor = self.compile_executor
-        own = executor is None and default_executor(len(jobs))
+        own = executor is None and default_executor(len(plan))
         if own:
             executor = own
-        for row in rows:
-            row.status = "compiling"
+        for _, rows in plan:
+            for row in rows:
+                row.status = "compiling"
         show()
+        binaries = {}
         try:
             if executor:
-                futures = {executor.submit(compile_job, job): row for job, row in zip(jobs, rows)}
+                futures = {executor.submit(compile_job, job): rows for job, rows in plan}
                 done = ((futures[f], f.result()) for f in as_completed(futures))
             else:
-                done = ((row, compile_job(job)) for job, row in zip(jobs, rows))
-            for row, result in done:
-                row.target = result.target
-                if result.error is not None:
-                    row.status = f"failed: {result.error}" if where != "interpreter" else "compiled (no GPU resources)"
-                else:
-                    row.registers, row.spills, row.shared = result.registers, result.spills, result.shared
-                    row.occupancy = occupancy(result.target, row.config.num_warps, result.registers, result.shared)
-                    row.status = "compiled (cached)" if result.cache_hit else "compiled"
-                row.compile_seconds = result.seconds
+                done = ((rows, compile_job(job)) for job, rows in plan)
+            for rows, result in done:
+                for row in rows:
+                    row.target = result.target
+                    if result.error is not None:
+                        row.status = f"failed: {result.error}" if where != "interpreter" else "compiled (no GPU resources)"
+                    else:
+                        row.registers, row.spills, row.shared = result.registers, result.spills, result.shared
+                        row.occupancy = occupancy(result.target, row.config.num_warps, result.registers, result.shared)
+                        row.status = "compiled (cached)" if result.cache_hit else "compiled"
+                        if result.binary is not None:
+                            binaries[id(row)] = result.binary
+                    row.compile_seconds = result.seconds
                 show()
         finally:
-            jobs[0].kernel.release()
+            plan[0][0].kernel.release()
             if own:
                 own.shutdown()
+        return binaries
 
-    def _timed(self, config: Config, args, kwargs, grid, named: dict) -> float:
-        """The config's time, measured here or on the bench executor (one call at a time)."""
-        if self.bench_executor is None:
-            return self._bench(config, args, kwargs, grid, named)
-        return self.bench_executor.submit(self._bench, config, args, kwargs, grid, named).result()
+    def _time_on_pool(self, rows, binaries: dict, args, kwargs, grid, named: dict, show) -> list[Exception]:
+        """Time the rows on the bench executor, `bench_workers` at a time: each job carries the
+        config's compiled code; the launch's arguments go to each worker once (it asks)."""
+        pool = self.bench_executor
+        inputs, inputs_key = host_inputs(named), new_inputs_key()
+        do_bench = None if self.do_bench is _median_wall_clock else self.do_bench
+        queue, errors = deque(), []
+        for i, row in enumerate(rows):
+            if row.failed:
+                continue
+            try:
+                binary = binaries.get(id(row))
+                if binary is None:  # the code this process would launch: compiled (or found) here
+                    start = time.perf_counter()
+                    ck = self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
+                    row.compile_seconds = row.compile_seconds or time.perf_counter() - start
+                    binary = binary_of(ck)
+                meta = {**named, **binary.metadata.constexprs, **row.config.all_kwargs()}
+                launch_grid = normalize_grid(grid(meta) if callable(grid) else grid)
+            except Exception as error:  # noqa: BLE001 - a config that can't compile is skipped
+                errors.append(error)
+                row.status = f"failed: {type(error).__name__}: {error}"
+                continue
+            queue.append(BenchJob(i, binary, inputs_key, None, row.config.all_kwargs(), launch_grid,
+                                  tuple(self.reset_to_zero), tuple(self.restore_value), row.config.pre_hook,
+                                  self.warmup, self.rep, do_bench))  # fmt: skip
+        running = {}
+
+        def start(job: BenchJob) -> None:
+            row = rows[job.row]
+            row.status = "timing"
+            submit_on = getattr(pool, "submit_on", None)
+            future = submit_on(row.model, bench_job, job) if submit_on and row.model else pool.submit(bench_job, job)
+            running[future] = job
+
+        while queue and len(running) < self.bench_workers:
+            start(queue.popleft())
+        show()
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                job = running.pop(future)
+                row = rows[job.row]
+                try:
+                    result = future.result()
+                except Exception as error:  # noqa: BLE001 - the job could not be sent, or its worker died
+                    errors.append(error)
+                    row.status = f"failed: on the bench executor: {type(error).__name__}: {error}"
+                    if "pickle" in str(error).lower():
+                        row.status += " (a pre_hook or do_bench sent to a worker must be a module-level function)"
+                else:
+                    if result.needs_inputs:  # a worker new to this launch: send the arguments
+                        start(with_inputs(job, inputs))
+                        continue
+                    row.device, row.model = result.device.label, result.device.model
+                    if result.error is not None:
+                        row.status = f"failed: {result.error}"
+                    elif result.ms == float("inf"):
+                        row.status = "failed: out of resources on this GPU"
+                    else:
+                        row.kernel_ms, row.status = result.ms, "timed"
+                if queue:
+                    start(queue.popleft())
+            show()
+        return errors
 
     def plot(self):
         """A bar per config of the last tuning run (the best in green); a matplotlib Figure."""
@@ -399,7 +518,7 @@ def _median_wall_clock(launch, warmup: float, rep: float) -> float:
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
              warmup=5, rep=20, do_bench=None, compile_executor=None, bench_executor=None,
-             progress=None):  # fmt: skip
+             progress=None, bench_workers=None):  # fmt: skip
     """Decorator: tune `configs` per distinct value of the `key` arguments (and array dtypes).
 
     `warmup` and `rep` are the milliseconds spent per config (small: the interpreter is slow,
@@ -410,16 +529,20 @@ def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_va
     `compile_executor`: where the configs compile, any concurrent.futures.Executor (a
     dask.distributed Client's `get_executor()`, Ray's `ray.util.multiprocessing` pool made an
     executor, ...); None starts a process pool, one worker per config up to the core count;
-    False compiles in this process. `bench_executor`: where each timing call runs, one at a
-    time (None: here). `progress`: None shows a live table in a notebook and progress lines on
-    a terminal, True also in a non-interactive script, False nothing.
+    False compiles in this process. `bench_executor`: where the configs are timed, None for
+    here, one after another; a `kl.DevicePool()` times one config per GPU of the host at once
+    (`DevicePool(host_workers=N)`: N host processes, for the interpreter and the CPU backend);
+    any other Executor whose workers each own one device and run one task at a time serves too
+    (`bench_workers`: how many timings to keep in flight on it; a DevicePool says itself).
+    `progress`: None shows a live table in a notebook and progress lines on a terminal, True
+    also in a non-interactive script, False nothing.
     Afterwards: `kernel.best_config`, `kernel.configs_timings`, `kernel.tuning` (the table),
-    `kernel.plot()`.
+    `kernel.best_by_model` (on a pool of several GPU models), `kernel.plot()`.
     """
 
     def decorator(fn):
         return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, warmup, rep,
-                         do_bench, compile_executor, bench_executor, progress)  # fmt: skip
+                         do_bench, compile_executor, bench_executor, progress, bench_workers)  # fmt: skip
 
     return decorator
 

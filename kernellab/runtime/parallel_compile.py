@@ -2,7 +2,8 @@
 take turns on one core, while N processes compile N configs at once.
 
 A worker compiles one config (`compile_job`) for a GPU target and returns a small picklable
-`CompileReport` (time, registers, spills, shared memory); the compiled stages land in the disk
+`CompileReport` (time, registers, spills, shared memory, and when asked the compiled code as a
+`KernelBinary`, which bench workers on other GPUs launch); the compiled stages land in the disk
 cache (`KERNELLAB_CACHE_DIR`), where the tuning process finds them when it launches the config,
 so it compiles nothing twice.
 
@@ -23,6 +24,8 @@ import os
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
+
+from kernellab.compiler.binary import KernelBinary, binary_of
 
 _KERNELS: dict[int, object] = {}  # token → kernel being tuned (inherited by forked workers)
 _TOKENS = itertools.count(1)
@@ -67,6 +70,7 @@ class CompileJob:
     attrs: dict | None
     target: str
     options: dict
+    ship: bool = False  # return the compiled code (for timing in another process)
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class CompileReport:
     shared: int | None = None
     cache_hit: bool = False
     error: str | None = None
+    binary: KernelBinary | None = None  # the job's `ship`: what a bench worker launches
 
 
 def compile_job(job: CompileJob) -> CompileReport:
@@ -93,7 +98,7 @@ def compile_job(job: CompileJob) -> CompileReport:
         return CompileReport(time.perf_counter() - start, job.target, error=f"{type(error).__name__}: {error}")
     md = ck.metadata
     return CompileReport(time.perf_counter() - start, job.target, md.registers, md.spills, md.shared,
-                         bool(getattr(md, "cache_hit", False)))  # fmt: skip
+                         bool(getattr(md, "cache_hit", False)), binary=binary_of(ck) if job.ship else None)  # fmt: skip
 
 
 def default_executor(jobs: int) -> Executor | None:

@@ -4,8 +4,9 @@ rows; nothing here runs a kernel.
 
 The notebook table is HTML behind a display handle, rewritten as each config compiles and is
 timed (config, compile time, kernel time, registers, spills, shared memory, occupancy; the best
-row highlighted; a progress bar). It is plain HTML, not a widget, so a saved notebook keeps the
-final table.
+row highlighted; a progress bar). Configs timed on a pool of devices (runtime/bench_pool.py) get
+a device column and a best row per device model. It is plain HTML, not a widget, so a saved
+notebook keeps the final table.
 """
 
 from __future__ import annotations
@@ -18,8 +19,16 @@ from kernellab.testing.progress import in_notebook
 _COLUMNS = ("config", "status", "compile", "kernel time", "registers", "spills", "shared", "occupancy")
 
 
-def _columns(where: str) -> tuple[str, ...]:
-    return tuple("interpreter time" if c == "kernel time" and where == "interpreter" else c for c in _COLUMNS)
+def _on_devices(rows) -> bool:
+    """Whether the rows were timed on a pool of devices (the table then names each one)."""
+    return any(r.device is not None for r in rows)
+
+
+def _columns(where: str, rows) -> tuple[str, ...]:
+    columns = ["interpreter time" if c == "kernel time" and where == "interpreter" else c for c in _COLUMNS]
+    if _on_devices(rows):
+        columns.insert(columns.index("status"), "device")
+    return tuple(columns)
 
 
 def _ms(value) -> str:
@@ -30,21 +39,43 @@ def _seconds(value) -> str:
     return "" if value is None else f"{value:.2f} s"
 
 
-def row_cells(row) -> list[str]:
-    """One ConfigTiming as the table's text cells."""
+def row_cells(row, device: bool = False) -> list[str]:
+    """One ConfigTiming as the table's text cells (`device`: with the device that timed it)."""
     occupancy = row.occupancy
     occ = "" if occupancy is None else f"{occupancy['occupancy']:.0%} ({occupancy['limited_by']})"
+    where = [_device_cell(row)] if device else []
     return [
-        str(row.config), row.status, _seconds(row.compile_seconds), _ms(row.kernel_ms),
+        str(row.config), *where, row.status, _seconds(row.compile_seconds), _ms(row.kernel_ms),
         "" if row.registers is None else str(row.registers),
         "" if row.spills is None else str(row.spills),
         "" if row.shared is None else f"{row.shared} B", occ,
     ]  # fmt: skip
 
 
-def _best(rows):
-    timed = [r for r in rows if r.kernel_ms is not None]
-    return min(timed, key=lambda r: r.kernel_ms) if timed else None
+def _device_cell(row) -> str:
+    if row.device is None:
+        return row.model or ""
+    return f"{row.device} ({row.model})" if row.model and row.model != "host" else row.device
+
+
+def best_per_model(rows) -> dict:
+    """Device model (None: the one device of an in-process run) → its fastest timed row.
+    Timings compare only within a model, so each model gets its own best."""
+    best: dict = {}
+    for row in rows:
+        if row.kernel_ms is not None and (row.model not in best or row.kernel_ms < best[row.model].kernel_ms):
+            best[row.model] = row
+    return best
+
+
+def _best_rows(rows) -> list:
+    return list(best_per_model(rows).values())
+
+
+def _summary(best: list) -> str:
+    if len(best) == 1:
+        return f"best: {best[0].config} at {best[0].kernel_ms:.3f} ms"
+    return "; ".join(f"best on {r.model}: {r.config} at {r.kernel_ms:.3f} ms" for r in best)
 
 
 def _heading(name: str, rows, where: str, resources_from: str | None) -> str:
@@ -58,21 +89,22 @@ def _heading(name: str, rows, where: str, resources_from: str | None) -> str:
 
 def table_html(name: str, rows, where: str, resources_from: str | None = None, done: bool = False) -> str:
     """The tuning table as self-contained HTML (inline styles only)."""
-    best = _best(rows) if done else None
+    best = _best_rows(rows) if done else []
     finished = sum(r.kernel_ms is not None or r.status.startswith("failed") for r in rows)
     cell = "padding:2px 10px 2px 0;border-bottom:1px solid #d0d7de;text-align:left"
-    head = "".join(f"<th style='{cell};color:#656d76;font-weight:normal'>{c}</th>" for c in _columns(where))
+    head = "".join(f"<th style='{cell};color:#656d76;font-weight:normal'>{c}</th>" for c in _columns(where, rows))
     body = []
+    device = _on_devices(rows)
     for row in rows:
-        style = "background:#dafbe1;font-weight:600" if row is best else ""
-        cells = "".join(f"<td style='{cell};font-family:monospace'>{html.escape(c)}</td>" for c in row_cells(row))
+        style = "background:#dafbe1;font-weight:600" if any(row is b for b in best) else ""
+        cells = "".join(f"<td style='{cell};font-family:monospace'>{html.escape(c)}</td>"
+                        for c in row_cells(row, device))  # fmt: skip
         body.append(f"<tr style='{style}'>{cells}</tr>")
     bar = (
         f"<progress value='{finished}' max='{max(len(rows), 1)}' style='width:240px'></progress> "
         f"<span style='font-family:monospace'>{finished}/{len(rows)} timed</span>"
     )
-    summary = (f"best: {html.escape(str(best.config))} at {best.kernel_ms:.3f} ms" if best is not None
-               else ("no config ran" if done else bar))  # fmt: skip
+    summary = html.escape(_summary(best)) if best else ("no config ran" if done else bar)
     return (
         "<div class='kernellab-autotune' style='font-family:sans-serif;font-size:13px'>"
         f"<div style='color:#656d76'>{html.escape(_heading(name, rows, where, resources_from))}</div>"
@@ -83,13 +115,16 @@ def table_html(name: str, rows, where: str, resources_from: str | None = None, d
 
 def table_text(name: str, rows, where: str, resources_from: str | None = None) -> str:
     """The tuning table as aligned text, the best row marked with '*'."""
-    best = _best(rows)
-    lines = [[*_columns(where)]] + [row_cells(r) for r in rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(_COLUMNS))]
+    best = _best_rows(rows)
+    device = _on_devices(rows)
+    lines = [[*_columns(where, rows)]] + [row_cells(r, device) for r in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     out = [_heading(name, rows, where, resources_from)]
     for i, line in enumerate(lines):
-        mark = "*" if i and rows[i - 1] is best else " "
+        mark = "*" if i and any(rows[i - 1] is b for b in best) else " "
         out.append(mark + " " + "  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+    if len(best) > 1:
+        out.append(_summary(best))
     return "\n".join(out)
 
 
@@ -120,7 +155,9 @@ class TextProgress:
             if self._said.get(i) != row.status:
                 self._said[i] = row.status
                 timing = f", {row.kernel_ms:.3f} ms" if row.kernel_ms is not None else ""
-                self.stream.write(f"autotune {self.name} [{i + 1}/{len(rows)}] {row.config}: {row.status}{timing}\n")
+                device = f" on {_device_cell(row)}" if row.device is not None else ""
+                self.stream.write(f"autotune {self.name} [{i + 1}/{len(rows)}] {row.config}: "
+                                  f"{row.status}{timing}{device}\n")  # fmt: skip
         if done:
             self.stream.write(table_text(self.name, rows, self.where, self.resources_from) + "\n")
         self.stream.flush()
@@ -155,10 +192,10 @@ def plot_tuning(rows, name: str = "", where: str = "GPU", ax=None):
         fig = Figure(figsize=(8, 0.45 * len(timed) + 1.2), layout="constrained")
         FigureCanvasAgg(fig)
         ax = fig.subplots()
-    best = _best(timed)
-    labels = [str(r.config) for r in timed]
+    best = _best_rows(timed)
+    labels = [str(r.config) + (f" · {r.model}" if len(best) > 1 else "") for r in timed]
     bars = ax.barh(range(len(timed)), [r.kernel_ms for r in timed],
-                   color=["#2da44e" if r is best else "#8c959f" for r in timed])  # fmt: skip
+                   color=["#2da44e" if any(r is b for b in best) else "#8c959f" for r in timed])  # fmt: skip
     for bar, row in zip(bars, timed):
         if row.occupancy is not None:
             ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
@@ -170,4 +207,4 @@ def plot_tuning(rows, name: str = "", where: str = "GPU", ax=None):
     return fig if fig is not None else ax.figure
 
 
-__all__ = ["NotebookTable", "TextProgress", "plot_tuning", "row_cells", "table_html", "table_text", "tuning_reporter"]
+__all__ = ["NotebookTable", "TextProgress", "best_per_model", "plot_tuning", "row_cells", "table_html", "table_text", "tuning_reporter"]

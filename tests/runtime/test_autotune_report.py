@@ -91,7 +91,10 @@ def test_configs_compile_on_the_executor_given():
                          bench_executor=bench_pool)(scale_kernel())  # fmt: skip
     launch(kernel)
     assert compile_pool.calls == ["compile_job"] * 3
-    assert bench_pool.calls == ["_bench"] * 3  # one timing call per config, one at a time
+    # one timing job per config, one at a time, and the first again: its worker asked for the
+    # launch's arguments, which travel once per worker
+    assert bench_pool.calls == ["bench_job"] * 4
+    assert all(r.status == "timed" and r.device.startswith("host worker") for r in kernel.tuning.rows)
     assert all(r.registers for r in kernel.tuning.rows)
 
 
