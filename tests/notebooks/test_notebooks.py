@@ -297,6 +297,7 @@ def check_08(nb, text):
                       if "text/html" in o.get("data", {}))  # fmt: skip
     assert "kernellab-autotune" in pages and "best: BLOCK_M" in pages  # the live table, finished
     assert "#dafbe1" in pages  # the best row highlighted
+    assert "timed by: ['host worker 0', 'host worker 1']" in text  # the DevicePool of two host workers
     assert re.search(r"128x128x128: max error \d\.\d+e-0[5-9] with BLOCK_M", text)
     assert "tuned keys: [(128, 128, 128, 'float16', 'float16', 'float32')]" in text
     assert "step 3 of 16: loads A[0:64, 64:96] (4 KiB)" in pages  # the tile walking along K
