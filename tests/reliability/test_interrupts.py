@@ -129,3 +129,55 @@ def test_interrupting_a_jupyter_kernel_stops_the_compile_within_a_second(tmp_pat
         assert after["content"]["status"] == "ok"  # the kernel is usable
     finally:
         km.shutdown_kernel(now=True)
+
+
+EXIT_CHILD = """
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.nvidia import ptx
+
+native = ptx.optimize
+
+
+def announced(*args):  # says when LLVM's O3 starts, from inside the native step
+    print("native", flush=True)
+    return native(*args)
+
+
+ptx.optimize = announced
+
+
+@kl.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+try:
+    kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 2**20}, target="sm_90")
+except KeyboardInterrupt:
+    print("stopped", flush=True)  # and the script ends here, as one that handles Ctrl-C would
+"""
+
+
+def test_a_script_stopped_during_llvm_exits_at_once_without_crashing(tmp_path):
+    """The script handles the Ctrl-C and ends while LLVM's O3 still runs in its thread: the
+    process must neither crash at exit (LLVM torn down under the running step; it did, with
+    LLVM assertions and segmentation faults) nor wait seconds for the step."""
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(EXIT_CHILD))
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)  # fmt: skip
+    try:
+        assert child.stdout.readline().strip() == "native"
+        time.sleep(0.2)
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=300)
+        took = time.perf_counter() - sent
+    finally:
+        child.kill()
+    assert out.strip() == "stopped" and child.returncode == 0, f"exit status {child.returncode}: {err[-2000:]}"
+    assert took < 2.0, f"the process took {took:.1f} s to exit after Ctrl-C"
