@@ -45,7 +45,7 @@ try:
                     attrs={"x_ptr": aligned, "y_ptr": aligned, "output_ptr": aligned, "n_elements": aligned})
     print("OK", time.perf_counter() - start, ck.metadata.registers, ck.metadata.spills)
 except Exception as e:
-    print("REFUSED", time.perf_counter() - start, type(e).__name__, str(e).splitlines()[0][:120])
+    print("REFUSED", time.perf_counter() - start, type(e).__name__, str(e).strip().splitlines()[-1][:120])
 """
 
 TRITON = """
@@ -68,15 +68,18 @@ try:
     k._init_handles()
     print("OK", time.perf_counter() - start, k.n_regs, k.n_spills)
 except Exception as e:
-    print("REFUSED", time.perf_counter() - start, type(e).__name__, str(e).splitlines()[0][:120])
+    print("REFUSED", time.perf_counter() - start, type(e).__name__, str(e).strip().splitlines()[-1][:120])
 """
 
 
 def run(source: str, block: int, env: dict, limit: float) -> dict:
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, **{k: v.replace("{cache}", cache) for k, v in env.items()}}
+    """One compile in a fresh process (the kernel in a file: both compilers read its source)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {**os.environ, **{k: v.replace("{cache}", scratch) for k, v in env.items()}}
+        script = Path(scratch) / "compile_child.py"
+        script.write_text(source)
         try:
-            done = subprocess.run([sys.executable, "-c", source, str(block), str(ROOT)], env=env,
+            done = subprocess.run([sys.executable, str(script), str(block), str(ROOT)], env=env,
                                   capture_output=True, text=True, timeout=limit)  # fmt: skip
         except subprocess.TimeoutExpired:
             return {"status": "timeout", "seconds": limit}
