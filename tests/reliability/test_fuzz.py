@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 import pytest
-from .fuzz_programs import SWIZZLE_SOURCE, programs, random_inputs, swizzle2d_reference
+from .fuzz_programs import SWIZZLE_SOURCE, Node, Program, programs, random_inputs, swizzle2d_reference
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -45,12 +45,12 @@ def _load(tmp_dir, source: str):
     return module
 
 
-def _run(program, kernel, arrays: dict, to_device=None):
+def _run(program, kernel, arrays: dict, to_device=None, **launch):
     out = np.full(program.out_shape(), np.nan)  # poisoned: every element the kernel writes is checked
     args = [arrays[n] for n in program.inputs] + [out]
     if to_device is not None:
         args = [to_device(a) for a in args]
-    kernel[(1,)](*args, *program.valid, *program.shape)
+    kernel[(1,)](*args, *program.valid, *program.shape, **launch)
     return np.asarray(args[-1].cpu()) if to_device is not None else out
 
 
@@ -111,3 +111,65 @@ def test_random_block_programs_match_the_interpreter_on_the_gpu(tmp_path_factory
     slack = tolerance + 4 * program.finest_eps() * np.abs(np.nan_to_num(expected))
     _check(program, interpreted, expected, tolerance, "interpreter vs numpy")
     _check(program, on_gpu, interpreted, slack, "GPU vs interpreter")
+
+
+# -- programs a device run found wrong, kept as regressions ------------------------------------
+
+
+def _negated_chain(op: str, shape: tuple, valid: tuple) -> Program:
+    """op(a, op(b, -a)) on int32 inputs masked with other=0, stored: the fuzzer's own form."""
+    a, b = Node("load", "int32", value="a"), Node("load", "int32", value="b")
+    expr = Node(op, "int32", [a, Node(op, "int32", [b, Node("neg", "int32", [a])])])
+    return Program(shape, valid, {"a": "int32", "b": "int32"}, {"a": 0, "b": 0}, expr, "store", 0)
+
+
+# min(a, min(b, -a)) with one valid element of two gave 0 on the GPU where the interpreter gave
+# -6 (a = 6, b = 0): ptxas fused the two min into one VIMNMX3 and dropped the negation
+# (the ptxas-workarounds pass, backends/nvidia/ptxas_workarounds.py).
+FOUND = [_negated_chain(op, shape, valid) for op in ("minimum", "maximum")
+         for shape, valid in (((2,), (1,)), ((1024,), (1000,)))]  # fmt: skip
+_FOUND_IDS = [f"{p.expr.op}-{p.shape[0]}-valid{p.valid[0]}" for p in FOUND]
+
+
+def _found_inputs(program, rng, trial: int) -> dict:
+    """The fuzzer's small integers, then the whole int32 range; the found values and int32's
+    edges at the front."""
+    arrays = random_inputs(program, rng)
+    if trial % 2:
+        arrays = {n: rng.integers(-(2**31), 2**31, program.shape).astype(np.int32) for n in arrays}
+    a, b = arrays["a"], arrays["b"]
+    a[0], b[0] = (6, 0) if program.expr.op == "minimum" else (-6, 0)
+    edges = np.array([2**31 - 1, -(2**31), -(2**31) + 1, -1, 1, 0], np.int32)
+    if program.shape[0] > edges.size:
+        a[1 : 1 + edges.size], b[1 : 1 + edges.size] = edges, edges[::-1]
+    return arrays
+
+
+@pytest.mark.parametrize("program", FOUND, ids=_FOUND_IDS)
+def test_found_programs_match_numpy_on_the_interpreter_and_the_cpu(tmp_path_factory, program):
+    module = _load(str(tmp_path_factory.getbasetemp()), program.source("fuzz_kernel"))
+    rng = np.random.default_rng()
+    for trial in range(4):
+        arrays = _found_inputs(program, rng, trial)
+        expected, tolerance = program.reference(arrays)
+        _check(program, _run(program, module.fuzz_kernel, arrays), expected, tolerance, "interpreter vs numpy")
+        on_cpu = _run(program, module.fuzz_kernel, arrays, target="cpu")
+        _check(program, on_cpu, expected, tolerance, "CPU backend vs numpy")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("program", FOUND, ids=_FOUND_IDS)
+def test_found_programs_match_the_interpreter_on_the_gpu(tmp_path_factory, program):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    module = _load(str(tmp_path_factory.getbasetemp()), program.source("fuzz_kernel"))
+    rng = np.random.default_rng()
+    for trial in range(4):
+        arrays = _found_inputs(program, rng, trial)
+        expected, tolerance = program.reference(arrays)
+        interpreted = _run(program, module.fuzz_kernel, arrays)
+        on_gpu = _run(program, module.fuzz_kernel, arrays,
+                      to_device=lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda())  # fmt: skip
+        _check(program, interpreted, expected, tolerance, "interpreter vs numpy")
+        _check(program, on_gpu, interpreted, tolerance, "GPU vs interpreter")

@@ -21,6 +21,8 @@ ptx stage, the lowering's LLVM IR in, PTX out (one llvmlite module, under LLVM's
 1. llvm-verify     parse, verify                                      (records stage "llir")
 2. llvm-O3         NVPTX triple and data layout, LLVM's O3 pipeline   (records stage "llir")
 3. nvptx-codegen   PTX for the target sm_XX                           (records stage "ptx")
+4. ptxas-workarounds  PTX patterns some ptxas versions miscompile, spelled another way
+                      (ptxas_workarounds.py)                          (records stage "ptx")
 
 cubin stage, PTX in, cubin out:
 1. ptxas           through nvJitLink; the record's IR is ptxas' resource log
@@ -43,6 +45,7 @@ from kernellab.backends.nvidia.ptx import (
     llvm_lock,
     options_arch,
 )
+from kernellab.backends.nvidia.ptxas_workarounds import PTXAS_WORKAROUNDS
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassRecord
 from kernellab.passes.ttgir import (
@@ -79,7 +82,7 @@ TTGIR_PASSES = [
     dce,
 ]
 
-LLVM_PASSES = [VERIFY, OPTIMIZE_O3, EMIT_PTX]
+LLVM_PASSES = [VERIFY, OPTIMIZE_O3, EMIT_PTX, PTXAS_WORKAROUNDS]
 CUBIN_PASSES = [PTXAS]
 
 

@@ -373,7 +373,8 @@ def test_scratch_of_consecutive_reductions_is_reused():
 # ------------------------------------------------------------- float atomics, batched dot
 
 
-@pytest.mark.parametrize("name", ["dot3d_f32", "dot3d_f16_w8", "dot3d_i8_w1", "float_atomics"])
+@pytest.mark.parametrize("name", ["dot3d_f32", "dot3d_f16_w8", "dot3d_i8_w1", "float_atomics",
+                                  "min_max_neg"])
 def test_numpy_references_of_the_new_cases_agree_with_the_interpreter(name):
     # the GPU test compares against these references: check them here, where no GPU is needed
     case = BY_NAME[name]

@@ -243,6 +243,23 @@ def int_ops_k(a_ptr, b_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @kl.jit
+def min_max_neg_k(a_ptr, b_ptr, c_ptr, out_ptr, BLOCK: tl.constexpr):
+    # chains of integer min/max that read a negation: ptxas fuses a chain into one VIMNMX3 and
+    # dropped the negation (backends/nvidia/ptx.py); the fuzzer found the first one on the GPU
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    c = tl.load(c_ptr + offs)
+    tl.store(out_ptr + offs * 6 + 0, tl.minimum(a, tl.minimum(b, -a)))
+    tl.store(out_ptr + offs * 6 + 1, tl.maximum(c, tl.maximum(b, -a)))
+    tl.store(out_ptr + offs * 6 + 2, tl.minimum(tl.minimum(b, -a), c))
+    tl.store(out_ptr + offs * 6 + 3, tl.minimum(c, tl.minimum(-b, -a)))
+    a16, b16, c16 = a.to(tl.int16), b.to(tl.int16), c.to(tl.int16)
+    tl.store(out_ptr + offs * 6 + 4, tl.maximum(c16, tl.maximum(b16, -a16)).to(tl.int32))
+    tl.store(out_ptr + offs * 6 + 5, tl.minimum(tl.minimum(b16, -a16), c16).to(tl.int32))
+
+
+@kl.jit
 def print_k(x_ptr, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, BLOCK))
     tl.device_print("val", x)
@@ -651,6 +668,27 @@ def _int_ops(rng):
     return [a, b, _sentinel(8 * n, np.int32)], {"BLOCK": n}, (1,)
 
 
+def _min_max_neg(rng):
+    """Small values (as the fuzzer draws them), the whole int32 range, and its edges."""
+    n = 1024
+    edges = np.array([0, 1, -1, 6, -6, 2**15 - 1, -(2**15), 2**31 - 1, -(2**31), -(2**31) + 1], np.int64)
+    abc = []
+    for _ in range(3):
+        x = np.where(rng.random(n) < 0.5, rng.integers(-8, 9, n), rng.integers(-(2**31), 2**31, n))
+        x[rng.choice(n, 3 * edges.size, replace=False)] = np.repeat(edges, 3)
+        abc.append(x.astype(np.int32))
+    return [*abc, _sentinel(6 * n, np.int32)], {"BLOCK": n}, (1,)
+
+
+def _min_max_neg_ref(args):
+    a, b, c = args[:3]  # numpy's int32/int16 negation wraps like the GPU's (-INT_MIN == INT_MIN)
+    a16, b16, c16 = a.astype(np.int16), b.astype(np.int16), c.astype(np.int16)
+    columns = [np.minimum(a, np.minimum(b, -a)), np.maximum(c, np.maximum(b, -a)), np.minimum(np.minimum(b, -a), c),
+               np.minimum(c, np.minimum(-b, -a)), np.maximum(c16, np.maximum(b16, -a16)).astype(np.int32),
+               np.minimum(np.minimum(b16, -a16), c16).astype(np.int32)]  # fmt: skip
+    return {3: np.stack(columns, axis=1).reshape(-1)}
+
+
 def _rand(rng):
     n = 4096
     return [_nan(n), int(rng.integers(0, 2**31))], {"BLOCK": 1024}, (4,)
@@ -795,6 +833,8 @@ CASES = [
     ],  # fmt: skip
     Case("casts", cast_k, _cast, (1, 2, 3, 4, 5, 6, 7)),
     Case("int_ops", int_ops_k, _int_ops, (2,)),
+    Case("min_max_neg", min_max_neg_k, _min_max_neg, (3,), reference=_min_max_neg_ref,
+         no_ptx=(r"\bneg\.s(16|32)\b",)),
     Case("rand", rand_k, _rand, (0,)),
     Case("dup_store", dup_store_k, _dup, (1, 2)),
     Case("math64", math64_k, _math64, (1,), rtol=4e-15, atol=4e-16, reference=_math64_ref),

@@ -53,9 +53,9 @@ def test_bad_llvm_ir_names_the_line_and_the_pass():
 def test_each_llvm_pass_leaves_a_record_with_its_ir():
     ptx, records = make_ptx_traced(VECTOR_ADD, NvidiaOptions(target="sm_80"))
     assert [r.name for r in records] == [p.NAME for p in LLVM_PASSES]
-    assert [r.name for r in records] == ["llvm-verify", "llvm-O3", "nvptx-codegen"]
-    assert [r.stage for r in records] == ["llir", "llir", "ptx"]
-    verify, o3, codegen = records
+    assert [r.name for r in records] == ["llvm-verify", "llvm-O3", "nvptx-codegen", "ptxas-workarounds"]
+    assert [r.stage for r in records] == ["llir", "llir", "ptx", "ptx"]
+    verify, o3, codegen, workarounds = records
     # verifying changes nothing: its record shares the input text (not printed again)
     assert not verify.changed and verify.ir_after is VECTOR_ADD
     assert verify.summary == "valid LLVM IR"
@@ -63,6 +63,7 @@ def test_each_llvm_pass_leaves_a_record_with_its_ir():
     assert o3.changed and 'target triple = "nvptx64-nvidia-cuda"' in o3.ir_after
     assert re.fullmatch(r"\d+ → \d+ lines", o3.summary)
     assert codegen.ir_after is ptx and codegen.summary == f"{len(ptx.splitlines())} PTX lines for sm_80"
+    assert not workarounds.changed and workarounds.summary == "none needed for sm_80"
     assert all(r.seconds >= 0 for r in records)
 
 
@@ -70,7 +71,7 @@ def test_untraced_llvm_passes_print_nothing_and_make_the_same_ptx():
     traced, _ = make_ptx_traced(SCALE_BIAS, NvidiaOptions())
     untraced, records = make_ptx_traced(SCALE_BIAS, NvidiaOptions(), trace=False)
     assert untraced == traced
-    assert [r.ir_after for r in records] == ["", "", ""]
+    assert [r.ir_after for r in records] == ["", "", "", ""]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -159,7 +160,7 @@ def test_compile_from_llvm_ir_text_gives_every_later_stage():
     assert md.params == ["u64", "u64", "u64", "u32"]
     assert md.registers > 0 and md.spills == 0 and md.shared_total == 0
     assert set(md.times) == {"ptx", "cubin"}
-    assert [p.name for p in ck.passes] == ["llvm-verify", "llvm-O3", "nvptx-codegen", "ptxas"]
+    assert [p.name for p in ck.passes] == ["llvm-verify", "llvm-O3", "nvptx-codegen", "ptxas-workarounds", "ptxas"]
     if find_nvdisasm() is not None:
         assert "FADD" in ck.asm["sass"]
     else:
