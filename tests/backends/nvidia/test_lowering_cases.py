@@ -245,7 +245,7 @@ def int_ops_k(a_ptr, b_ptr, out_ptr, BLOCK: tl.constexpr):
 @kl.jit
 def min_max_neg_k(a_ptr, b_ptr, c_ptr, out_ptr, BLOCK: tl.constexpr):
     # chains of integer min/max that read a negation: ptxas fuses a chain into one VIMNMX3 and
-    # dropped the negation (backends/nvidia/ptx.py); the fuzzer found the first one on the GPU
+    # dropped the negation (backends/nvidia/ptxas_workarounds.py); the fuzzer found the first one on the GPU
     offs = tl.arange(0, BLOCK)
     a = tl.load(a_ptr + offs)
     b = tl.load(b_ptr + offs)
