@@ -62,8 +62,8 @@ CASES = {
     "exp2_f64": (lambda v: 2.0**v, lambda rng, n: rng.uniform(-1000, 1000, n), 1),
     "log_f64": (math.log, lambda rng, n: _exp_spread(rng, n, 1e-300, 1e300), 1),
     "log2_f64": (math.log2, lambda rng, n: _exp_spread(rng, n, 1e-300, 1e300), 1),
-    "sin_f64": (math.sin, lambda rng, n: rng.uniform(-100, 100, n), 1),
-    "cos_f64": (math.cos, lambda rng, n: rng.uniform(-100, 100, n), 1),
+    "sin_f64": (math.sin, lambda rng, n: rng.uniform(-100, 100, n), 2),
+    "cos_f64": (math.cos, lambda rng, n: rng.uniform(-100, 100, n), 2),
 }
 
 
