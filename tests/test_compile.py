@@ -164,6 +164,19 @@ def test_compiled_kernel_runs(ck):
         ck.run((1,), x, y, out)
 
 
+def test_a_bound_launch_checks_its_arguments_once_and_launches_each_call(ck):
+    n = 700
+    x, y, out = inputs(n)
+    launch = ck.bound((kl.cdiv(n, 128),), x, y, out, n)
+    launch()
+    np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
+    x += 1  # the same arrays, new values: the next call reads them
+    launch()
+    np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        ck.bound((1,), x, y, out)
+
+
 def test_resume_from_ttir_text_of_a_compiled_kernel(ck):
     again = kl.compile(ck.asm["ttir"])
     assert again.asm["ttir"] == ck.asm["ttir"] and again.passes == []

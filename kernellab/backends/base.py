@@ -41,7 +41,9 @@ class Backend:
     metadata)` rebuilds the launchable artifact from a cache entry); `stage_markers` maps a
     stage to a regex that only its text matches (for resuming from IR text); `prepare(options)`
     runs before a compile that misses the cache (start loading a toolchain); `arguments_of(md)`
-    gives the Signature of a kernel resumed from text that has no IR function type (PTX).
+    gives the Signature of a kernel resumed from text that has no IR function type (PTX);
+    `launch_stages` names the asm entries `restore` reads (what a KernelBinary ships to a process
+    that launches the kernel; None: every stage).
     """
 
     name: str
@@ -56,6 +58,7 @@ class Backend:
     restore: Callable[[dict, Any], Any] | None = None  # (asm, KernelMetadata) → final artifact
     prepare: Callable[[Any], None] | None = None  # (options): runs before a compile that misses the cache
     arguments_of: Callable[[Any], Any] | None = None  # KernelMetadata → Signature, for text past the IR
+    launch_stages: tuple[str, ...] | None = None  # the asm entries restore reads
 
 
 def module_stage_output(module, records) -> StageOutput:
@@ -97,6 +100,7 @@ INTERPRETER = Backend(
     stages=lambda: {"ttir": _ttir_stage},
     parsers={"ttir": _parse_ir},
     launcher=_interpreter_launcher,
+    launch_stages=("ttir",),
 )
 
 __all__ = ["Backend", "StageOutput", "Stage", "module_stage_output", "INTERPRETER"]

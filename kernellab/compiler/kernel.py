@@ -164,6 +164,24 @@ class CompiledKernel:
         Pass one value per kernel argument, or, as Triton allows, one per Python parameter
         including the constexprs (whose values were fixed at compile time and are skipped).
         """
+        values, where = self._converted(args)
+        return self.launch(values, normalize_grid(grid), trace, where)
+
+    def bound(self, grid, *args):
+        """A function of no arguments that launches on `grid` with `args`, checked and converted
+        once: what a benchmark calls thousands of times (`run` checks them on every call)."""
+        values, where = self._converted(args)
+        grid = normalize_grid(grid)
+        launcher = self._launcher or self._get_launcher()
+        if where is None:
+            return lambda: launcher.run(values, grid)
+        if all(grid) and hasattr(launcher, "bind"):  # the GPU's warm path: one driver call
+            launch = launcher.bind(where)
+            return lambda: launch(values, *grid)
+        return lambda: launcher.run(values, grid, None, where)
+
+    def _converted(self, args) -> tuple[list, tuple | None]:
+        """The launcher's values for `args` and where they live (None: host memory)."""
         arg_names = self.arg_names
         by_name = match_parameters(self.param_names, arg_names, args)
         if by_name is None:
@@ -191,7 +209,7 @@ class CompiledKernel:
                     f"{self.name} was compiled for {target} (the GPU) but {cpu[0]!r} is a CPU array; "
                     "pass CUDA tensors (torch: x.cuda()), or compile without target= to use the interpreter"
                 )
-        return self.launch(values, normalize_grid(grid), trace, where)
+        return values, where
 
     def __getitem__(self, grid):
         return lambda *args, trace=None: self.run(grid, *args, trace=trace)

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from kernellab.backends.arguments import normalize_grid
 from kernellab.compiler.binary import KernelBinary, load_binary
 
 # -- where a worker runs -----------------------------------------------------------------------
@@ -246,16 +245,15 @@ def _time(job: BenchJob, named: dict, identity: DeviceIdentity) -> float:
         while len(_kernels) > _KEEP_KERNELS:
             _kernels.popitem(last=False)
     everything = {**named, **job.config_values}
-    values = [named[name] for name in kernel.arg_names]
+    run = kernel.bound(job.grid, *[named[name] for name in kernel.arg_names])
     saved = {name: _copy(named[name]) for name in job.restore_value}
-    grid = normalize_grid(job.grid)
 
     def launch():
         for name in job.reset_to_zero:
             named[name][...] = 0
         if job.pre_hook is not None:
             job.pre_hook(everything)
-        kernel.run(grid, *values)
+        run()
         for name, copy in saved.items():
             named[name][...] = copy
 

@@ -120,6 +120,7 @@ CPU = Backend(
     lazy_asm={"asm": ("llir", _lazy_asm)},
     disk_cache=True,
     restore=restore,
+    launch_stages=("obj",),
     stage_markers={"ttir": r"\btt\.func\b", "ttgir": r"\bttg\.|#ttg\.", "llir": r"^\s*define\s"},
 )
 

@@ -288,6 +288,7 @@ NVIDIA = Backend(
     lazy_asm={"sass": ("cubin", _lazy_sass)},
     disk_cache=True,
     restore=restore,
+    launch_stages=("ptx", "cubin"),  # the PTX names the parameters of a kernel resumed from it
     prepare=lambda options: prepare_toolchain(options),  # looked up per call: tests replace it
     arguments_of=_arguments_of,
     stage_markers={"ttir": r"\btt\.func\b", "ttgir": r"\bttg\.|#ttg\.", "llir": r"^\s*define\s", "ptx": r"^\s*\.entry\s|^\.version\s"},
