@@ -14,7 +14,8 @@ and what is compared is the timing, which dominates a sweep once compiles are pa
   pool xN     kl.DevicePool(): one worker per GPU, N configs timed at once
 
 Printed: each run's wall time, the speed-up of pool xN over `here` and over pool x1 (target:
-at least 0.8 x N), the pool's start-up time (paid once per session, not per sweep), whether the
+at least 0.8 x N), the pool's start-up time (its workers import torch and make their CUDA
+contexts, in the background while the configs compile; paid once per session), whether the
 chosen configs agree, and the best config's TFLOP/s at each shape next to cuBLAS. Each run's
 tuning table (which GPU timed which config) goes to the log. Results: benchmarks/results/
 <device>-<date>-autotune-sweep.json (and $OUT/ when OUT is set).
@@ -150,12 +151,12 @@ def main() -> None:
         runs["here"] = sweep("here (GPU 0, this process)", configs, inputs, None, log)
         start = time.perf_counter()
         with kl.DevicePool(gpus=[0]) as one:
-            list(one.submit(os.getpid).result() for _ in range(1))  # the worker is up
+            one.wait_ready()
             start_one = time.perf_counter() - start
             runs["pool x1"] = sweep("pool x1", configs, inputs, one, log)
         start = time.perf_counter()
         with kl.DevicePool() as every:
-            [f.result() for f in [every.submit(os.getpid) for _ in range(gpus)]]
+            every.wait_ready()
             start_all = time.perf_counter() - start
             runs[f"pool x{gpus}"] = sweep(f"pool x{gpus}", configs, inputs, every, log)
     error = check(torch, inputs)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from kernellab.backends.arguments import launch_device, normalize_grid, snapshot, specialize, writable_array
 from kernellab.compiler.binary import binary_of
-from kernellab.runtime.bench_pool import BenchJob, bench_job, host_inputs, new_inputs_key, with_inputs
+from kernellab.runtime.bench_pool import BenchJob, LaunchInputs, bench_job, new_inputs_key, with_inputs
 from kernellab.runtime.jit import JITFunction, KernelInterface
 from kernellab.runtime.parallel_compile import CompileJob, KernelRef, compile_job, default_executor
 
@@ -435,10 +435,19 @@ class Autotuner(KernelInterface):
     def _time_on_pool(self, rows, binaries: dict, args, kwargs, grid, named: dict, show) -> list[Exception]:
         """Time the rows on the bench executor, `bench_workers` at a time: each job carries the
         config's compiled code; the launch's arguments go to each worker once (it asks)."""
-        pool = self.bench_executor
-        inputs, inputs_key = host_inputs(named), new_inputs_key()
+        errors: list[Exception] = []
+        queue = deque(self._bench_jobs(rows, binaries, args, kwargs, grid, named, errors))
+        inputs = LaunchInputs(named)
+        try:
+            self._run_jobs(rows, queue, inputs, show, errors)
+        finally:
+            inputs.close()
+        return errors
+
+    def _bench_jobs(self, rows, binaries: dict, args, kwargs, grid, named: dict, errors: list) -> list[BenchJob]:
+        """A timing job per row that compiled (the arguments stay out: see _run_jobs)."""
         do_bench = None if self.do_bench is _median_wall_clock else self.do_bench
-        queue, errors = deque(), []
+        inputs_key, jobs = new_inputs_key(), []
         for i, row in enumerate(rows):
             if row.failed:
                 continue
@@ -455,10 +464,16 @@ class Autotuner(KernelInterface):
                 errors.append(error)
                 row.status = f"failed: {type(error).__name__}: {error}"
                 continue
-            queue.append(BenchJob(i, binary, inputs_key, None, row.config.all_kwargs(), launch_grid,
-                                  tuple(self.reset_to_zero), tuple(self.restore_value), row.config.pre_hook,
-                                  self.warmup, self.rep, do_bench))  # fmt: skip
-        running = {}
+            jobs.append(BenchJob(i, binary, inputs_key, None, row.config.all_kwargs(), launch_grid,
+                                 tuple(self.reset_to_zero), tuple(self.restore_value), row.config.pre_hook,
+                                 self.warmup, self.rep, do_bench))  # fmt: skip
+        return jobs
+
+    def _run_jobs(self, rows, queue: deque, inputs: LaunchInputs, show, errors: list) -> None:
+        """Submit the jobs, keep `bench_workers` in flight, fill each row as its report comes.
+        A worker new to this launch asks for the arguments: it gets them in shared memory, or
+        inline when it can't map this host's (`needs_inline`)."""
+        pool, running = self.bench_executor, {}
 
         def start(job: BenchJob) -> None:
             row = rows[job.row]
@@ -483,8 +498,8 @@ class Autotuner(KernelInterface):
                     if "pickle" in str(error).lower():
                         row.status += " (a pre_hook or do_bench sent to a worker must be a module-level function)"
                 else:
-                    if result.needs_inputs:  # a worker new to this launch: send the arguments
-                        start(with_inputs(job, inputs))
+                    if result.needs_inputs:
+                        start(with_inputs(job, inputs.inline() if result.needs_inline else inputs.shared()))
                         continue
                     row.device, row.model = result.device.label, result.device.model
                     if result.error is not None:
@@ -496,7 +511,6 @@ class Autotuner(KernelInterface):
                 if queue:
                     start(queue.popleft())
             show()
-        return errors
 
     def plot(self):
         """A bar per config of the last tuning run (the best in green); a matplotlib Figure."""

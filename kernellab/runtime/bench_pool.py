@@ -11,7 +11,8 @@ What a worker runs is `bench_job(BenchJob) -> BenchReport`, and everything it ne
 the job: the config's compiled code as a `KernelBinary` (from the compile pool: no Python
 source, so kernels defined in a notebook work), the launch's arguments as host copies (sent
 once per worker: a worker that lacks them answers `needs_inputs` and gets them with the next
-job), the grid, and the timing settings. So any Executor whose workers each own one device and
+job; their bytes wait in shared memory for workers on this host, and travel inline to others),
+the grid, and the timing settings. So any Executor whose workers each own one device and
 run one task at a time serves as well (dask.distributed with a GPU resource per worker, Ray
 actors made an executor): the autotuner submits the same jobs to it.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
+import sys
 import threading
 import uuid
 from collections import OrderedDict, deque
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
+from multiprocessing import shared_memory
 
 import numpy as np
 
@@ -77,6 +80,19 @@ def own_device(identity: DeviceIdentity) -> None:
     _IDENTITY = identity
 
 
+def worker_ready() -> DeviceIdentity:
+    """A new worker's first task: everything its first timing would otherwise pay for (torch,
+    the CUDA context, the timing code), done while the configs compile."""
+    identity = worker_identity()
+    from kernellab.testing import do_bench  # noqa: F401 - imported now, used by every job
+
+    if identity.is_gpu:
+        import torch
+
+        torch.empty(1, device="cuda")
+    return identity
+
+
 def worker_identity() -> DeviceIdentity:
     """This process's device: the one its pool gave it, else (a worker of another executor,
     which owns a GPU by its own CUDA_VISIBLE_DEVICES) the first visible GPU, else the host."""
@@ -97,49 +113,67 @@ def worker_identity() -> DeviceIdentity:
 # -- the launch's arguments, as they travel ------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SharedSpan:
+    """Where an array's bytes lie in a shared-memory block of the tuning process's host."""
+
+    block: str  # the block's name
+    offset: int
+    nbytes: int
+    host: str
+
+
+class SharedInputsUnavailable(RuntimeError):
+    """This worker can't map the tuning process's shared memory (another host, or no shared
+    /dev/shm): it asks for the bytes themselves."""
+
+
 @dataclass(frozen=True, eq=False)
 class HostArray:
-    """An array argument's memory as plain bytes plus its layout. A kernel indexes from the base
+    """An array argument's memory as bytes plus its layout. A kernel indexes from the base
     pointer with the strides it is given, so the copy keeps the layout: the bytes from the first
-    element to the last (the view's footprint), re-viewed with the same shape and strides."""
+    element to the last (the view's footprint), re-viewed with the same shape and strides. The
+    bytes travel inline (`data`) or stay in a shared-memory block that workers on the same host
+    map (`shared`): a matmul's arguments are hundreds of MB, slow to pickle through a pipe."""
 
     kind: str  # "numpy" or "torch"
     dtype: str  # numpy's or torch's dtype name
     shape: tuple
     strides: tuple  # in elements
-    data: np.ndarray  # uint8, the footprint
-
-    @classmethod
-    def of(cls, value) -> HostArray | None:
-        if isinstance(value, np.ndarray):
-            if any(s < 0 for s in value.strides):
-                raise ValueError("a bench worker gets copies of the arrays: pass arrays with "
-                                 "non-negative strides (np.ascontiguousarray)")  # fmt: skip
-            strides = tuple(s // value.itemsize for s in value.strides)
-            span = _footprint(value.shape, strides)
-            flat = np.lib.stride_tricks.as_strided(value, (span,), (value.itemsize,))
-            return cls("numpy", value.dtype.str, value.shape, strides, flat.view(np.uint8).copy())
-        if type(value).__module__ == "torch" and type(value).__name__ in ("Tensor", "Parameter"):
-            import torch
-
-            span = _footprint(tuple(value.shape), tuple(value.stride()))
-            flat = value.detach().as_strided((span,), (1,))
-            data = flat.cpu().contiguous().view(torch.uint8).numpy().copy()
-            return cls("torch", str(value.dtype).removeprefix("torch."), tuple(value.shape),
-                       tuple(value.stride()), data)  # fmt: skip
-        return None
+    data: np.ndarray | None = None  # uint8, the footprint
+    shared: SharedSpan | None = None
 
     def materialize(self, on_gpu: bool):
         """The array in this worker: a torch tensor on its GPU, else the kind it was sent as."""
+        data = self.data if self.shared is None else _read_shared(self.shared)
         if self.kind == "numpy" and not on_gpu:
-            typed = self.data.view(np.dtype(self.dtype))
+            typed = data.view(np.dtype(self.dtype))
             itemsize = typed.itemsize
             return np.lib.stride_tricks.as_strided(typed, self.shape, tuple(s * itemsize for s in self.strides))
         import torch
 
-        raw = torch.from_numpy(self.data).to("cuda" if on_gpu else "cpu")
+        raw = torch.from_numpy(data).to("cuda" if on_gpu else "cpu")
         typed = raw.view(getattr(torch, self.dtype) if self.kind == "torch" else _torch_dtype(self.dtype))
         return typed.as_strided(self.shape, self.strides)
+
+
+def _array_layout(value) -> tuple[str, str, tuple, tuple, object] | None:
+    """(kind, dtype, shape, strides, the footprint as a flat 1-D view) of an array argument."""
+    if isinstance(value, np.ndarray):
+        if any(s < 0 for s in value.strides):
+            raise ValueError("a bench worker gets copies of the arrays: pass arrays with "
+                             "non-negative strides (np.ascontiguousarray)")  # fmt: skip
+        strides = tuple(s // value.itemsize for s in value.strides)
+        span = _footprint(value.shape, strides)
+        flat = np.lib.stride_tricks.as_strided(value, (span,), (value.itemsize,))
+        return "numpy", value.dtype.str, value.shape, strides, flat.view(np.uint8)
+    if type(value).__module__ == "torch" and type(value).__name__ in ("Tensor", "Parameter"):
+        import torch
+
+        span = _footprint(tuple(value.shape), tuple(value.stride()))
+        flat = value.detach().as_strided((span,), (1,)).view(torch.uint8)
+        return "torch", str(value.dtype).removeprefix("torch."), tuple(value.shape), tuple(value.stride()), flat
+    return None
 
 
 def _footprint(shape: tuple, strides: tuple) -> int:
@@ -155,17 +189,115 @@ def _torch_dtype(numpy_dtype: str):
     return torch.from_numpy(np.zeros(1, dtype=np.dtype(numpy_dtype))).dtype
 
 
-def host_inputs(named: dict) -> dict:
-    """The launch's arguments by parameter name, arrays as HostArrays (tuples of arrays too),
-    everything else as it is (it has to pickle)."""
+def _copy_into(destination: np.ndarray, flat) -> None:
+    """Copy an array's footprint (numpy, or a torch tensor on any device) into host bytes."""
+    if isinstance(flat, np.ndarray):
+        destination[...] = flat
+    else:
+        import torch
 
-    def convert(value):
-        if isinstance(value, (tuple, list)):
-            return type(value)(convert(v) for v in value)
-        array = HostArray.of(value)
-        return value if array is None else array
+        torch.from_numpy(destination).copy_(flat)
 
-    return {name: convert(value) for name, value in named.items()}
+
+def _read_shared(span: SharedSpan) -> np.ndarray:
+    """A private copy of the bytes of `span` (the block is the tuning process's to remove)."""
+    if span.host != socket.gethostname():
+        raise SharedInputsUnavailable(span.host)
+    # the block is the tuning process's to remove: a worker must not track it (before Python
+    # 3.13 it can't say so, but a pool's workers share their parent's resource tracker)
+    untracked = {"track": False} if sys.version_info >= (3, 13) else {}
+    try:
+        block = shared_memory.SharedMemory(name=span.block, **untracked)
+    except OSError as error:
+        raise SharedInputsUnavailable(str(error)) from None
+    try:
+        return np.frombuffer(block.buf, np.uint8, span.nbytes, span.offset).copy()
+    finally:
+        block.close()
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """Where an array goes in the arguments while their block is being filled."""
+
+    index: int
+
+
+class LaunchInputs:
+    """One tuning run's arguments for the bench workers, by parameter name: arrays as
+    HostArrays whose bytes sit in one shared-memory block (`shared()`: what workers on this
+    host map) or inline (`inline()`: for workers elsewhere, made when one asks); everything
+    else as it is (it has to pickle). `close()` removes the block."""
+
+    def __init__(self, named: dict):
+        layouts = []
+
+        def plan(value):
+            if isinstance(value, (tuple, list)):
+                return type(value)(plan(v) for v in value)
+            layout = _array_layout(value)
+            if layout is None:
+                return value
+            layouts.append(layout)
+            return _Slot(len(layouts) - 1)
+
+        planned = {name: plan(value) for name, value in named.items()}
+        total = sum(layout[4].nbytes for layout in layouts)
+        # a block larger than /dev/shm's free space would fail at the first write (SIGBUS): then
+        # the bytes stay in this process and travel inline
+        self._block = shared_memory.SharedMemory(create=True, size=max(total, 1)) if _shm_fits(total) else None
+        self._buffer = self._block.buf if self._block is not None else np.empty(total, np.uint8)
+        host, offset, arrays = socket.gethostname(), 0, []
+        name = self._block.name if self._block is not None else ""
+        for kind, dtype, shape, strides, flat in layouts:
+            nbytes = flat.nbytes
+            _copy_into(np.frombuffer(self._buffer, np.uint8, nbytes, offset), flat)
+            span = SharedSpan(name, offset, nbytes, host)
+            arrays.append(HostArray(kind, dtype, shape, strides, shared=span))
+            offset += nbytes
+
+        def place(value):
+            if isinstance(value, _Slot):
+                return arrays[value.index]
+            if isinstance(value, (tuple, list)):
+                return type(value)(place(v) for v in value)
+            return value
+
+        self._shared = {name: place(value) for name, value in planned.items()}
+        self._inline: dict | None = None
+
+    def shared(self) -> dict:
+        return self._shared if self._block is not None else self.inline()
+
+    def inline(self) -> dict:
+        if self._inline is None:
+
+            def copy(value):
+                if isinstance(value, HostArray):
+                    span = value.shared
+                    data = np.frombuffer(self._buffer, np.uint8, span.nbytes, span.offset).copy()
+                    return replace(value, data=data, shared=None)
+                if isinstance(value, (tuple, list)):
+                    return type(value)(copy(v) for v in value)
+                return value
+
+            self._inline = {name: copy(value) for name, value in self._shared.items()}
+        return self._inline
+
+    def close(self) -> None:
+        if self._block is not None:
+            self._buffer = None  # the block's memory view must go before the block closes
+            self._block.close()
+            self._block.unlink()
+
+
+def _shm_fits(nbytes: int) -> bool:
+    """Whether the shared-memory filesystem has room for `nbytes` (with a margin)."""
+    try:
+        stat = os.statvfs("/dev/shm")
+    except OSError:  # not Linux, or no /dev/shm: shared_memory knows its own platform
+        return True
+    return nbytes <= 0.8 * stat.f_bavail * stat.f_frsize
 
 
 def _materialized(value, on_gpu: bool):
@@ -203,6 +335,7 @@ class BenchReport:
     ms: float | None = None
     error: str | None = None
     needs_inputs: bool = False
+    needs_inline: bool = False  # the arguments' bytes themselves: no shared memory with the tuner
     worker_lost: bool = False  # the device's context is gone (a GPU fault): restart the worker
 
 
@@ -218,7 +351,10 @@ def bench_job(job: BenchJob) -> BenchReport:
     leaves the others timing."""
     identity = worker_identity()
     if job.inputs is not None:
-        _inputs[job.inputs_key] = {n: _materialized(v, identity.is_gpu) for n, v in job.inputs.items()}
+        try:
+            _inputs[job.inputs_key] = {n: _materialized(v, identity.is_gpu) for n, v in job.inputs.items()}
+        except SharedInputsUnavailable:
+            return BenchReport(job.row, identity, needs_inputs=True, needs_inline=True)
         while len(_inputs) > _KEEP_INPUTS:
             _inputs.popitem(last=False)
     named = _inputs.get(job.inputs_key)
@@ -296,12 +432,13 @@ class _Worker:
     def __init__(self, identity: DeviceIdentity, context):
         self.identity, self._context = identity, context
         self.busy = False
+        self.ready: Future | None = None
         self.executor = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
         executor = ProcessPoolExecutor(1, mp_context=self._context, initializer=own_device,
                                        initargs=(self.identity,))  # fmt: skip
-        executor.submit(worker_identity)  # starts the process now, while the configs compile
+        self.ready = executor.submit(worker_ready)  # starts the process now, while the configs compile
         return executor
 
     def restart(self) -> None:
@@ -349,6 +486,12 @@ class DevicePool(Executor):
     def models(self) -> dict[str, str | None]:
         """Device model → the target its code compiles for."""
         return {d.model: d.arch for d in self.devices}
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Wait until every worker has started and set up its device (they do so in the
+        background from the start; a sweep need not wait, but a benchmark of it should)."""
+        for worker in self._workers:
+            worker.ready.result(timeout)
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         """Run `fn(*args, **kwargs)` on the next free worker."""
@@ -418,5 +561,5 @@ class DevicePool(Executor):
         return f"DevicePool({', '.join(f'{d.label} ({d.model})' for d in self.devices)})"
 
 
-__all__ = ["BenchJob", "BenchReport", "DeviceIdentity", "DevicePool", "HostArray", "bench_job",
-           "host_inputs", "new_inputs_key", "own_device", "with_inputs", "worker_identity"]  # fmt: skip
+__all__ = ["BenchJob", "BenchReport", "DeviceIdentity", "DevicePool", "HostArray", "LaunchInputs",
+           "bench_job", "new_inputs_key", "own_device", "with_inputs", "worker_identity", "worker_ready"]  # fmt: skip

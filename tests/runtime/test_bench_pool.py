@@ -18,7 +18,8 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.compiler.binary import binary_of, load_binary
-from kernellab.runtime.bench_pool import BenchReport, DeviceIdentity, DevicePool, HostArray
+from kernellab.runtime import bench_pool
+from kernellab.runtime.bench_pool import BenchJob, BenchReport, DeviceIdentity, DevicePool, LaunchInputs, _materialized
 
 CONFIGS = [kl.Config({"BLOCK": b}, num_warps=w) for b, w in ((32, 1), (64, 2), (128, 4), (256, 4))]
 
@@ -119,29 +120,58 @@ def test_a_binary_pickles_and_launches_without_the_source(target):
     np.testing.assert_allclose(out, 3 * x.astype(np.float64), rtol=1e-6)
 
 
-def test_arrays_travel_with_their_layout():
+@pytest.mark.parametrize("form", ["shared", "inline", "no room in /dev/shm"])
+def test_arrays_travel_with_their_layout(form, monkeypatch):
+    """In shared memory (workers on this host) or inline (elsewhere, or when /dev/shm has no
+    room: a write past its space would be a SIGBUS), a view arrives with its shape, strides and
+    the bytes between its elements: the kernel indexes from the base."""
+    if form == "no room in /dev/shm":
+        monkeypatch.setattr(bench_pool, "_shm_fits", lambda nbytes: False)
     rng = np.random.default_rng()
     base = rng.standard_normal((6, 10)).astype(np.float32)
-    for view in (base, base[::2], base[1:, ::3], base.T, np.ascontiguousarray(base[:0])):
-        back = pickle.loads(pickle.dumps(HostArray.of(view))).materialize(on_gpu=False)
-        assert back.shape == view.shape and back.strides == view.strides
-        np.testing.assert_array_equal(back, view)
-        # the bytes between a view's elements travel too: the kernel indexes from the base
-        if view.size:
-            span = np.lib.stride_tricks.as_strided(back, (1 + sum((n - 1) * s for n, s in
-                                                   zip(view.shape, view.strides)) // 4,), (4,))  # fmt: skip
-            first = np.lib.stride_tricks.as_strided(view, span.shape, (4,))
-            np.testing.assert_array_equal(span, first)
+    views = {"whole": base, "rows": base[::2], "block": base[1:, ::3], "t": base.T, "empty": base[:0],
+             "pair": (base[0], 7)}  # fmt: skip
+    inputs = LaunchInputs(views)
+    try:
+        sent = pickle.loads(pickle.dumps(inputs.inline() if form == "inline" else inputs.shared()))
+        assert all(a.data is None for a in sent.values() if hasattr(a, "data")) == (form == "shared")
+        back = {name: _materialized(value, on_gpu=False) for name, value in sent.items()}
+    finally:
+        inputs.close()
+    assert back["pair"][1] == 7
+    for name, view in [*((n, v) for n, v in views.items() if n != "pair"), ("pair0", base[0])]:
+        got = back["pair"][0] if name == "pair0" else back[name]
+        assert got.shape == view.shape and got.strides == view.strides
+        np.testing.assert_array_equal(got, view)
+        if view.size:  # the bytes between a view's elements travel too
+            span = 1 + sum((n - 1) * s for n, s in zip(view.shape, view.strides)) // 4
+            np.testing.assert_array_equal(np.lib.stride_tricks.as_strided(got, (span,), (4,)),
+                                          np.lib.stride_tricks.as_strided(view, (span,), (4,)))  # fmt: skip
     with pytest.raises(ValueError, match="non-negative strides"):
-        HostArray.of(base[::-1])
+        LaunchInputs({"x": base[::-1]})
+
+
+def test_a_worker_on_another_host_gets_the_bytes_inline(monkeypatch):
+    """A dask or Ray worker elsewhere can't map this host's shared memory: it asks again and
+    gets the bytes themselves."""
+    inputs = LaunchInputs({"x": np.arange(12, dtype=np.int32)})
+    try:
+        monkeypatch.setattr(bench_pool.socket, "gethostname", lambda: "elsewhere")
+        job = BenchJob(0, None, "key", inputs.shared(), {}, (1,))
+        report = bench_pool.bench_job(job)
+        assert report.needs_inputs and report.needs_inline
+        np.testing.assert_array_equal(_materialized(inputs.inline()["x"], on_gpu=False), np.arange(12))
+    finally:
+        inputs.close()
 
 
 def test_a_dead_worker_is_replaced(host_pool):
     with pytest.raises(Exception, match="terminated abruptly|BrokenProcessPool|process"):
         host_pool.submit(os._exit, 3).result(timeout=120)
-    # the pool keeps both devices: the next tasks run
-    labels = {host_pool.submit(os.getpid).result(timeout=120) for _ in range(4)}
-    assert labels and all(isinstance(pid, int) for pid in labels)
+    # the pool keeps both devices: the worker is started again, and the next tasks run
+    host_pool.wait_ready(timeout=120)
+    pids = {host_pool.submit(os.getpid).result(timeout=120) for _ in range(4)}
+    assert pids and all(isinstance(pid, int) for pid in pids)
 
 
 def test_a_pre_hook_that_cannot_travel_says_so(host_pool):
