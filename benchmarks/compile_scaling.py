@@ -109,19 +109,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=float, default=120.0, help="seconds allowed per compile")
     parser.add_argument("--blocks", default=None, help="comma list of block sizes (default 2^10..2^16, 2^20, 2^21)")
+    parser.add_argument("--compilers", default="kernellab,triton",
+                        help="which columns to measure (two runs with one each can go side by side)")
     opts = parser.parse_args()
     blocks = [int(b) for b in opts.blocks.split(",")] if opts.blocks else BLOCKS
     try:
         import torch
         import triton  # noqa: F401
 
-        triton_ok = torch.cuda.is_available()
+        triton_ok = torch.cuda.is_available() and "triton" in opts.compilers
     except Exception:  # noqa: BLE001 - no Triton (or no GPU): kernellab's column only
         triton_ok = False
+    ours_ok = "kernellab" in opts.compilers
     rows = []
     print(f"{'BLOCK':>9} {'kernellab':>11} {'Triton':>11}  notes", flush=True)
     for block in blocks:
-        ours = run(KERNELLAB, block, {"KERNELLAB_CACHE_DIR": "{cache}"}, opts.limit)
+        ours = run(KERNELLAB, block, {"KERNELLAB_CACHE_DIR": "{cache}"}, opts.limit) if ours_ok else None
         theirs = run(TRITON, block, {"TRITON_CACHE_DIR": "{cache}"}, opts.limit) if triton_ok else None
         notes = "; ".join(f"{who}: {r['detail']}" for who, r in (("kernellab", ours), ("triton", theirs))
                           if r and r.get("detail"))  # fmt: skip
@@ -129,7 +132,7 @@ def main() -> None:
         rows.append({"block": block, "kernellab": ours, "triton": theirs})
     results = {"host": platform.node(), "date": datetime.date.today().isoformat(), "target": "sm_90",
                "limit_s": opts.limit, "rows": rows}  # fmt: skip
-    name = f"compile-scaling-{platform.node()}-{results['date']}.json"
+    name = f"compile-scaling-{platform.node()}-{results['date']}-{opts.compilers.replace(',', '-')}.json"
     for folder in filter(None, [ROOT / "benchmarks" / "results", os.environ.get("OUT")]):
         Path(folder).mkdir(parents=True, exist_ok=True)
         (Path(folder) / name).write_text(json.dumps(results, indent=1))
