@@ -151,3 +151,31 @@ def test_cpu_launch_options_are_checked():
         launcher.set_num_threads(0)
     with pytest.raises(TypeError, match="takes 4 arguments"):
         kl.compile(add_kernel, **ADD, target="cpu")[(1,)](np.zeros(4, np.float32))
+
+
+@kl.jit
+def _larger(a, b):
+    return tl.maximum(a, b)
+
+
+@kl.jit
+def _plus(a, b):
+    return a + b
+
+
+@kl.jit
+def combined_kernel(x_ptr, max_ptr, sum_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(max_ptr, tl.reduce(x, 0, _larger))
+    tl.store(sum_ptr, tl.reduce(x.to(tl.float32), 0, _plus))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int16])
+def test_reductions_with_a_combine_function_of_every_width(rng, dtype):
+    """fp16 used to reach the vector rules, which know only f32/f64 intrinsics (a KeyError):
+    it goes through the core's rules, which compute as the GPU does."""
+    x = (rng.standard_normal(128) * 100).astype(dtype)
+    largest, total = poison(1, dtype), poison(1, np.float32)
+    combined_kernel[(1,)](x, largest, total, BLOCK=128, target="cpu")
+    assert largest[0] == x.max()
+    np.testing.assert_allclose(total[0], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-3)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerType, TensorType
 
-from kernellab.backends.cpu.lowering.vector_rules import VECTOR_BINARY, vector_binary
+from kernellab.backends.cpu.lowering.vector_rules import VECTOR_BINARY, takes_vectors, vector_binary
 from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, permute
 from kernellab.backends.llvm import reduce as core_reduce
 from kernellab.backends.llvm.axis import axis_mask
@@ -38,7 +38,7 @@ def _accepts(op) -> bool:
     if len(op.srcs) != 1 or _single_binary(op) is None:
         return False
     t = op.srcs[0].type
-    if not isinstance(t, TensorType) or (isinstance(t.element_type, IntegerType) and t.element_type.width.data == 1):
+    if not takes_vectors(t) or (isinstance(t.element_type, IntegerType) and t.element_type.width.data == 1):
         return False
     lay = layout_of_type(t)
     return not lay.lane and not lay.warp and all(basis and basis & (basis - 1) == 0 for basis in lay.reg)

@@ -55,8 +55,9 @@ def vcall(ctx, base: str, args: list, ret=None):
     return ctx.call(f"{base}.{_suffix(ty)}", ret or ty, args)
 
 
-def _plain(t) -> bool:
-    """A tensor of ints (not i1 arithmetic), pointers, f32 or f64: what the vector rules take."""
+def takes_vectors(t) -> bool:
+    """A tensor of ints, pointers, f32 or f64: what the vector rules take (fp16 and bf16 go
+    through the core's rules, which compute them as the GPU does)."""
     if not isinstance(t, TensorType):
         return False
     e = t.element_type
@@ -89,7 +90,7 @@ def _result(ctx, op, vec):
 
 
 def _all_plain(op) -> bool:
-    return all(_plain(v.type) for v in (*op.operands, *op.results))
+    return all(takes_vectors(v.type) for v in (*op.operands, *op.results))
 
 
 # ------------------------------------------------------------------ values without inputs
@@ -108,7 +109,7 @@ def _constant_accepts(op) -> bool:
     """Dense tensor constants; one that is not a splat only in a layout without warps (a
     warp's registers would hold other elements)."""
     t = op.result.type
-    if not (isinstance(t, TensorType) and _plain(t) and isinstance(op.value, builtin.DenseIntOrFPElementsAttr)):
+    if not (isinstance(t, TensorType) and takes_vectors(t) and isinstance(op.value, builtin.DenseIntOrFPElementsAttr)):
         return False
     from kernellab.backends.llvm.layout import layout_of_type
 
@@ -463,10 +464,10 @@ def rules(debug: bool) -> dict:
             out[cls] = _vector_rule(core[cls], _cast_accepts(name))(_cast(name))
     out[arith.FptosiOp] = _vector_rule(core[arith.FptosiOp], lambda op: _fp_to_int_accepts(op) and isinstance(op.input.type.element_type, _FLOATS))(_fp_to_int(True))
     out[arith.FptouiOp] = _vector_rule(core[arith.FptouiOp], lambda op: _fp_to_int_accepts(op) and isinstance(op.input.type.element_type, _FLOATS))(_fp_to_int(False))
-    cmp_ok = lambda op: all(_plain(v.type) for v in op.operands)  # noqa: E731
+    cmp_ok = lambda op: all(takes_vectors(v.type) for v in op.operands)  # noqa: E731
     out[arith.CmpiOp] = _vector_rule(core[arith.CmpiOp], cmp_ok)(_cmp(elementwise.cmpi_fn))
     out[arith.CmpfOp] = _vector_rule(core[arith.CmpfOp], lambda op: cmp_ok(op) and isinstance(op.lhs.type.element_type, _FLOATS))(_cmp(elementwise.cmpf_fn))
-    out[arith.SelectOp] = _vector_rule(core[arith.SelectOp], lambda op: isinstance(op.cond.type, TensorType) and _plain(op.result.type))(_select)
+    out[arith.SelectOp] = _vector_rule(core[arith.SelectOp], lambda op: isinstance(op.cond.type, TensorType) and takes_vectors(op.result.type))(_select)
     out[arith.NegfOp] = _vector_rule(core[arith.NegfOp], _floats)(_negf)
     out[arith.ConstantOp] = _vector_rule(core[arith.ConstantOp], _constant_accepts)(_constant)
     math = {xmath.ExpOp: _exp, xmath.Exp2Op: _intrinsic("llvm.exp2"), xmath.LogOp: _log("llvm.log"),
@@ -484,11 +485,11 @@ def rules(debug: bool) -> dict:
     from kernellab.backends.llvm import shape
 
     out[tt.MakeRangeOp] = _vector_rule(shape.RULES[tt.MakeRangeOp], lambda op: True)(_make_range)
-    out[tt.SplatOp] = _vector_rule(shape.RULES[tt.SplatOp], lambda op: _plain(op.result.type))(_splat)
+    out[tt.SplatOp] = _vector_rule(shape.RULES[tt.SplatOp], lambda op: takes_vectors(op.result.type))(_splat)
     if not debug:
         out[tt.LoadOp] = _vector_rule(memory.RULES[tt.LoadOp], _memory_accepts)(_load)
         out[tt.StoreOp] = _vector_rule(memory.RULES[tt.StoreOp], _memory_accepts)(_store)
     return out
 
 
-__all__ = ["rules", "vector_binary", "vcall", "VECTOR_BINARY"]
+__all__ = ["rules", "takes_vectors", "vector_binary", "vcall", "VECTOR_BINARY"]
