@@ -24,19 +24,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKS = [2**p for p in range(10, 17)] + [2**20, 2**21]
 
-KERNELLAB = """
-import sys, time
-sys.path.insert(0, sys.argv[2])
-import kernellab as kl
-import kernellab.language as tl
-
-@kl.jit
+# the same kernel text for both compilers (each child imports its own `tl`)
+ADD_KERNEL = """
+@{jit}
 def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
              mask=mask)
+"""
 
+KERNELLAB = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+import kernellab as kl
+import kernellab.language as tl
+""" + ADD_KERNEL.format(jit="kl.jit") + """
 aligned = {"tt.divisibility": 16}
 start = time.perf_counter()
 try:
@@ -53,14 +56,7 @@ import sys, time
 import torch
 import triton
 import triton.language as tl
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
-             mask=mask)
-
+""" + ADD_KERNEL.format(jit="triton.jit") + """
 x = torch.empty(1 << 10, device="cuda")
 start = time.perf_counter()
 try:

@@ -15,22 +15,29 @@ from kernellab.backends.nvidia import cubin
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CHILD = """
-import sys, time
-import kernellab as kl
-import kernellab.language as tl
-from kernellab.backends.nvidia import cubin
-from kernellab.compiler import cache
 
-native = cubin._link_nvjitlink
+def announcing(native: str) -> str:
+    """Child-script lines that make the function `native` (a module attribute) print "native"
+    when the step starts, from inside it (so the parent knows when to send the signal)."""
+    return f"""
+native = {native}
 
 
-def announced(*args):  # says when ptxas starts, from inside the native step
+def announced(*args):
     print("native", flush=True)
     return native(*args)
 
 
-cubin._link_nvjitlink = announced
+{native} = announced
+"""
+
+
+KERNEL = """
+import sys, time
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.nvidia import cubin, ptx
+from kernellab.compiler import cache
 
 
 @kl.jit
@@ -38,8 +45,9 @@ def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+"""
 
-
+CHILD = KERNEL + announcing("cubin._link_nvjitlink") + """
 big = dict(signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 2**16}, target="sm_90")
 try:
     kl.compile(add, **big)
@@ -52,12 +60,12 @@ print("recovered", small.asm["cubin"][:4].hex(), flush=True)
 """
 
 
-@pytest.mark.skipif(cubin._load_nvjitlink() is None, reason="needs nvJitLink (ptxas)")
-def test_sigint_during_ptxas_stops_the_compile_within_a_second(tmp_path):
+def interrupted_child(tmp_path, source: str):
+    """Start `source` as a script, wait until its announced native step runs, send SIGINT;
+    (the child, when the signal was sent)."""
     script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent(CHILD))
-    cache_dir = tmp_path / "cache"
-    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(cache_dir), "PYTHONPATH": REPO}
+    script.write_text(textwrap.dedent(source))
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
     env.pop("KERNELLAB_ALWAYS_COMPILE", None)
     child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)  # fmt: skip
@@ -66,6 +74,16 @@ def test_sigint_during_ptxas_stops_the_compile_within_a_second(tmp_path):
         time.sleep(0.2)
         sent = time.perf_counter()
         child.send_signal(signal.SIGINT)
+    except BaseException:
+        child.kill()
+        raise
+    return child, sent
+
+
+@pytest.mark.skipif(cubin._load_nvjitlink() is None, reason="needs nvJitLink (ptxas)")
+def test_sigint_during_ptxas_stops_the_compile_within_a_second(tmp_path):
+    child, sent = interrupted_child(tmp_path, CHILD)
+    try:
         line = child.stdout.readline().strip()
         acted = time.perf_counter() - sent
         rest, err = child.communicate(timeout=300)
@@ -74,11 +92,11 @@ def test_sigint_during_ptxas_stops_the_compile_within_a_second(tmp_path):
     assert line == "interrupted", err
     assert acted < 1.0, f"Ctrl-C took {acted:.1f} s to act"
     assert rest.startswith("recovered 7f454c46"), err  # an ELF cubin: the process compiles again
-    entries = [p for p in cache_dir.rglob("metadata.json")]
+    entries = [p for p in (tmp_path / "cache").rglob("metadata.json")]
     assert len(entries) == 1  # the small kernel's; the interrupted compile left none
 
 
-JUPYTER_CELL = CHILD.split("big = dict(")[0] + """
+JUPYTER_CELL = KERNEL + announcing("cubin._link_nvjitlink") + """
 import time
 try:
     kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 2**16}, target="sm_90")
@@ -131,29 +149,7 @@ def test_interrupting_a_jupyter_kernel_stops_the_compile_within_a_second(tmp_pat
         km.shutdown_kernel(now=True)
 
 
-EXIT_CHILD = """
-import kernellab as kl
-import kernellab.language as tl
-from kernellab.backends.nvidia import ptx
-
-native = ptx.optimize
-
-
-def announced(*args):  # says when LLVM's O3 starts, from inside the native step
-    print("native", flush=True)
-    return native(*args)
-
-
-ptx.optimize = announced
-
-
-@kl.jit
-def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
+EXIT_CHILD = KERNEL + announcing("ptx.optimize") + """
 try:
     kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 2**20}, target="sm_90")
 except KeyboardInterrupt:
@@ -165,16 +161,8 @@ def test_a_script_stopped_during_llvm_exits_at_once_without_crashing(tmp_path):
     """The script handles the Ctrl-C and ends while LLVM's O3 still runs in its thread: the
     process must neither crash at exit (LLVM torn down under the running step; it did, with
     LLVM assertions and segmentation faults) nor wait seconds for the step."""
-    script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent(EXIT_CHILD))
-    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
-    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)  # fmt: skip
+    child, sent = interrupted_child(tmp_path, EXIT_CHILD)
     try:
-        assert child.stdout.readline().strip() == "native"
-        time.sleep(0.2)
-        sent = time.perf_counter()
-        child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=300)
         took = time.perf_counter() - sent
     finally:

@@ -21,16 +21,9 @@ from kernellab.compiler.binary import binary_of, load_binary
 from kernellab.runtime import bench_pool
 from kernellab.runtime.bench_pool import BenchJob, BenchReport, DeviceIdentity, DevicePool, LaunchInputs, _materialized
 
+from .test_autotune_report import scale_kernel
+
 CONFIGS = [kl.Config({"BLOCK": b}, num_warps=w) for b, w in ((32, 1), (64, 2), (128, 4), (256, 4))]
-
-
-def scale_kernel():
-    @kl.jit
-    def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        tl.store(out_ptr + offs, 3 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
-
-    return scale
 
 
 def accumulate_kernel():
@@ -47,6 +40,14 @@ def grid(n):
     return lambda meta: (kl.cdiv(n, meta["BLOCK"]),)
 
 
+def launch_scale(kernel, n: int, **options) -> None:
+    """Launch the (tuned) scale kernel on fresh data; the caller's output is checked whole."""
+    x = np.random.default_rng().standard_normal(n).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    kernel[grid(n)](x, out, n, **options)
+    np.testing.assert_allclose(out, 3 * x.astype(np.float64), rtol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def host_pool():
     with DevicePool(host_workers=2) as pool:
@@ -55,11 +56,7 @@ def host_pool():
 
 def test_configs_are_timed_across_the_workers_and_the_caller_sees_one_launch(host_pool):
     kernel = kl.autotune(CONFIGS, key=["n"], progress=False, bench_executor=host_pool)(scale_kernel())
-    n = 3000
-    x = np.random.default_rng().standard_normal(n).astype(np.float32)
-    out = np.full_like(x, np.nan)
-    kernel[grid(n)](x, out, n)
-    np.testing.assert_allclose(out, 3 * x.astype(np.float64), rtol=1e-6)
+    launch_scale(kernel, 3000)
     rows = kernel.tuning.rows
     assert all(r.status == "timed" and r.kernel_ms > 0 for r in rows), [r.status for r in rows]
     # two timings in flight from the start, one per worker: both workers timed configs
@@ -86,11 +83,7 @@ def test_the_workers_reset_and_restore_their_own_copies(host_pool):
 
 def test_the_cpu_backend_ships_its_object_code(host_pool):
     kernel = kl.autotune(CONFIGS, key=["n"], progress=False, bench_executor=host_pool)(scale_kernel())
-    n = 5000
-    x = np.random.default_rng().standard_normal(n).astype(np.float32)
-    out = np.full_like(x, np.nan)
-    kernel[grid(n)](x, out, n, target="cpu")
-    np.testing.assert_allclose(out, 3 * x.astype(np.float64), rtol=1e-6)
+    launch_scale(kernel, 5000, target="cpu")
     assert all(r.status == "timed" and r.device is not None for r in kernel.tuning.rows)
 
 
@@ -100,11 +93,7 @@ def test_any_executor_of_processes_serves(tmp_path):
     with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
         kernel = kl.autotune(CONFIGS, key=["n"], progress=False, bench_executor=pool,
                              bench_workers=2)(scale_kernel())  # fmt: skip
-        n = 700
-        x = np.random.default_rng().standard_normal(n).astype(np.float32)
-        out = np.full_like(x, np.nan)
-        kernel[grid(n)](x, out, n)
-    np.testing.assert_allclose(out, 3 * x.astype(np.float64), rtol=1e-6)
+        launch_scale(kernel, 700)
     assert all(r.status == "timed" and r.device.startswith("host worker") for r in kernel.tuning.rows)
 
 
@@ -177,11 +166,7 @@ def test_a_dead_worker_is_replaced(host_pool):
 def test_a_pre_hook_that_cannot_travel_says_so(host_pool):
     configs = [kl.Config({"BLOCK": 64}, pre_hook=lambda nargs: None), kl.Config({"BLOCK": 128})]
     kernel = kl.autotune(configs, key=["n"], progress=False, bench_executor=host_pool)(scale_kernel())
-    n = 300
-    x = np.random.default_rng().standard_normal(n).astype(np.float32)
-    out = np.full_like(x, np.nan)
-    kernel[grid(n)](x, out, n)
-    np.testing.assert_allclose(out, 3 * x.astype(np.float64), rtol=1e-6)
+    launch_scale(kernel, 300)
     failed, timed = kernel.tuning.rows
     assert failed.status.startswith("failed") and "module-level function" in failed.status
     assert timed.status == "timed" and kernel.best_config is configs[1]
@@ -212,11 +197,7 @@ class TwoModels(Executor):
 def test_each_device_model_gets_its_own_best():
     pool = TwoModels()
     kernel = kl.autotune(CONFIGS[:3], key=["n"], progress=False, bench_executor=pool)(scale_kernel())
-    n = 400
-    x = np.random.default_rng().standard_normal(n).astype(np.float32)
-    out = np.full_like(x, np.nan)
-    kernel[grid(n)](x, out, n)
-    np.testing.assert_allclose(out, 3 * x.astype(np.float64), rtol=1e-6)
+    launch_scale(kernel, 400)
     assert sorted(pool.asked) == sorted((m, r) for r, m in enumerate(["model A", "model B"] * 3))
     assert kernel.best_by_model == {"model A": CONFIGS[1], "model B": CONFIGS[0]}
     text = str(kernel.tuning)
