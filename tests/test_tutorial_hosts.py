@@ -4,8 +4,9 @@ tests/test_tutorials.py checks the tutorial kernels on numpy arrays; this file r
 around them: the device from `driver.active`, tutorial 02's occupancy arithmetic (`warmup`,
 `_init_handles`, `n_regs`, `metadata.shared`, device properties) and its launch of the compiled
 kernel, tutorial 03's autotuned matmul with its fp8 branch, tutorial 04's seeded dropout,
-tutorial 05 as a `torch.autograd.Function` (forward and backward, its locks included), and the
-`perf_report` benchmark tables. The device is the one `driver.active` gives:
+tutorial 05 as a `torch.autograd.Function` (forward and backward, its locks included), tutorial
+08's grouped GEMM (one persistent launch over tables of device addresses), tutorial 11's
+programmatic dependent launch, and the `perf_report` benchmark tables. The device is the one `driver.active` gives:
 the GPU where there is one (the lead's run), else the CPU and the interpreter; the `cpu`
 variants run the interpreter on a GPU machine too.
 """
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import kernellab as triton
+import kernellab.language as tl
 from tests.test_tutorials import (
     _layer_norm_bwd_dwdb,
     _layer_norm_bwd_dx_fused,
@@ -246,3 +248,151 @@ def test_05_layer_norm_host(device):
     torch.testing.assert_close(x.grad.double(), ref[0].grad, rtol=2**-9, atol=2e-3)
     for got, expected in ((weight.grad, ref[1].grad), (bias.grad, ref[2].grad)):
         torch.testing.assert_close(got.double(), expected, rtol=2**-8, atol=1e-2)
+
+
+# -- 08 grouped GEMM: one persistent launch for a group of matmuls of different shapes ---------
+# The kernel reads each problem's A, B and C from tables of raw device addresses, which the
+# interpreter refuses by design (it checks every access against the arguments' buffers); the
+# GPU and the CPU backend run it.
+
+def _grouped_configs():
+    return [triton.Config({"BLOCK_SIZE_M": m, "BLOCK_SIZE_N": n, "BLOCK_SIZE_K": 32, "NUM_SM": sms})
+            for m, n in ((64, 64), (128, 128)) for sms in (84, 128)]  # fmt: skip
+
+
+@triton.autotune(configs=_grouped_configs(), key=["group_size"])
+@triton.jit
+def grouped_matmul_kernel(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_gemm_sizes, g_lds, group_size,
+                          NUM_SM: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                          BLOCK_SIZE_K: tl.constexpr):  # fmt: skip
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
+        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        # the tiles of problem g this program owns: every NUM_SM-th one
+        while tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles:
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(tl.float16))
+            tile_in_gemm = tile_idx - last_problem_end
+            tile_m = tile_in_gemm // num_n_tiles
+            tile_n = tile_in_gemm % num_n_tiles
+            offs_am = tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_bn = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            offs_k = tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(gk, BLOCK_SIZE_K)):
+                a = tl.load(a_ptrs, mask=(offs_am[:, None] < gm) & (offs_k[None, :] < gk - kk * BLOCK_SIZE_K), other=0.0)
+                b = tl.load(b_ptrs, mask=(offs_k[:, None] < gk - kk * BLOCK_SIZE_K) & (offs_bn[None, :] < gn), other=0.0)
+                accumulator += tl.dot(a, b)
+                a_ptrs += BLOCK_SIZE_K
+                b_ptrs += BLOCK_SIZE_K * ldb
+            c = accumulator.to(tl.float16)
+            c_ptrs = c_ptr + ldc * offs_am[:, None] + offs_bn[None, :]
+            tl.store(c_ptrs, c, mask=(offs_am[:, None] < gm) & (offs_bn[None, :] < gn))
+            tile_idx += NUM_SM
+        last_problem_end = last_problem_end + num_tiles
+
+
+def group_gemm_fn(group_A, group_B, device):
+    group_size = len(group_A)
+    A_addrs, B_addrs, C_addrs, g_sizes, g_lds, group_C = [], [], [], [], [], []
+    for A, B in zip(group_A, group_B):
+        M, K = A.shape
+        K, N = B.shape
+        C = torch.full((M, N), float("nan"), device=device, dtype=A.dtype)
+        group_C.append(C)
+        A_addrs.append(A.data_ptr())
+        B_addrs.append(B.data_ptr())
+        C_addrs.append(C.data_ptr())
+        g_sizes += [M, N, K]
+        g_lds += [A.stride(0), B.stride(0), C.stride(0)]
+    d_a_ptrs = torch.tensor(A_addrs, device=device)
+    d_b_ptrs = torch.tensor(B_addrs, device=device)
+    d_c_ptrs = torch.tensor(C_addrs, device=device)
+    d_g_sizes = torch.tensor(g_sizes, dtype=torch.int32, device=device)
+    d_g_lds = torch.tensor(g_lds, dtype=torch.int32, device=device)
+    grid = lambda META: (META["NUM_SM"],)  # noqa: E731
+    options = {} if device.type == "cuda" else {"target": "cpu"}
+    grouped_matmul_kernel[grid](d_a_ptrs, d_b_ptrs, d_c_ptrs, d_g_sizes, d_g_lds, group_size, **options)
+    return group_C
+
+
+HOST_DEVICES = [p for p in DEVICES if p.id != "cpu"] + [pytest.param(torch.device("cpu"), id="cpu-backend")]
+
+
+@pytest.mark.parametrize("device", HOST_DEVICES)
+def test_08_grouped_gemm_host(device):
+    torch.manual_seed(int(np.random.default_rng().integers(2**31)))
+    group_m, group_n, group_k = [160, 64, 256, 33], [96, 200, 64, 128], [64, 96, 128, 48]
+    group_A = [torch.rand((m, k), device=device, dtype=torch.float16) for m, k in zip(group_m, group_k)]
+    group_B = [torch.rand((k, n), device=device, dtype=torch.float16) for k, n in zip(group_k, group_n)]
+    tri_out = group_gemm_fn(group_A, group_B, device)
+    for A, B, C in zip(group_A, group_B, tri_out):
+        want = A.double() @ B.double()
+        # fp32 accumulation, one fp16 rounding of C
+        torch.testing.assert_close(C.double(), want, rtol=2**-10, atol=1e-3 * A.shape[1] ** 0.5)
+
+
+# -- 11 programmatic dependent launch: a kernel starts while the one before it finishes -------
+
+
+@triton.jit
+def pdl_add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr, USE_GDC: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    if USE_GDC:
+        tl.extra.cuda.gdc_wait()  # what the previous kernel wrote is visible after this
+    x = tl.load(x_ptr + offsets, mask=mask)
+    if USE_GDC:
+        tl.extra.cuda.gdc_launch_dependents()  # the next kernel may start now
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(output_ptr + offsets, x + y, mask=mask)
+
+
+def pdl_add(x, y, launch_pdl=True):
+    output = torch.empty_like(x)
+    n_elements = output.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)  # noqa: E731
+    pdl_add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=1024, USE_GDC=launch_pdl, launch_pdl=launch_pdl)
+    return output
+
+
+def supports_pdl() -> bool:
+    return is_cuda() and torch.cuda.get_device_capability()[0] >= 9
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_11_programmatic_dependent_launch_host(device, capsys):
+    torch.manual_seed(int(np.random.default_rng().integers(2**31)))
+    pdl = device.type == "cuda" and supports_pdl()
+    x = torch.rand(98432, device=device)
+    y = torch.rand(98432, device=device)
+    # a chain of launches, each reading what the one before wrote
+    out = x
+    for _ in range(4):
+        out = pdl_add(out, y, launch_pdl=pdl)
+    torch.testing.assert_close(out.double(), x.double() + 4 * y.double(), rtol=1e-6, atol=1e-6)
+
+    def ms_of(provider, size):
+        a = torch.rand(size, device=device)
+        b = torch.rand(size, device=device)
+        if provider == "triton":
+            return lambda: pdl_add(pdl_add(a, b, launch_pdl=pdl), b, launch_pdl=pdl)
+        return lambda: (a + b) + b
+
+    bench = small_bench(ms_of, "size", [2**12, 2**16], "pdl-add", "GB/s",
+                        lambda ms, size: 6 * size * 4 * 1e-9 / (ms * 1e-3))  # fmt: skip
+    bench.run(print_data=True, show_plots=False)
+    assert_table(capsys, "pdl-add", 2)
