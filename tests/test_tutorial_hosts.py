@@ -252,8 +252,9 @@ def test_05_layer_norm_host(device):
 
 # -- 08 grouped GEMM: one persistent launch for a group of matmuls of different shapes ---------
 # The kernel reads each problem's A, B and C from tables of raw device addresses, which the
-# interpreter refuses by design (it checks every access against the arguments' buffers); the
-# GPU and the CPU backend run it.
+# interpreter refuses by design (it checks every access against the arguments' buffers), so it
+# runs on the GPU only. (The CPU backend runs it too, but compiles the 128x128 config in over a
+# minute: its 2-D masked loads and stores are lowered element by element.)
 
 def _grouped_configs():
     return [triton.Config({"BLOCK_SIZE_M": m, "BLOCK_SIZE_N": n, "BLOCK_SIZE_K": 32, "NUM_SM": sms})
@@ -323,15 +324,11 @@ def group_gemm_fn(group_A, group_B, device):
     d_g_sizes = torch.tensor(g_sizes, dtype=torch.int32, device=device)
     d_g_lds = torch.tensor(g_lds, dtype=torch.int32, device=device)
     grid = lambda META: (META["NUM_SM"],)  # noqa: E731
-    options = {} if device.type == "cuda" else {"target": "cpu"}
-    grouped_matmul_kernel[grid](d_a_ptrs, d_b_ptrs, d_c_ptrs, d_g_sizes, d_g_lds, group_size, **options)
+    grouped_matmul_kernel[grid](d_a_ptrs, d_b_ptrs, d_c_ptrs, d_g_sizes, d_g_lds, group_size)
     return group_C
 
 
-HOST_DEVICES = [p for p in DEVICES if p.id != "cpu"] + [pytest.param(torch.device("cpu"), id="cpu-backend")]
-
-
-@pytest.mark.parametrize("device", HOST_DEVICES)
+@pytest.mark.parametrize("device", [p for p in DEVICES if p.id == "cuda"])
 def test_08_grouped_gemm_host(device):
     torch.manual_seed(int(np.random.default_rng().integers(2**31)))
     group_m, group_n, group_k = [160, 64, 256, 33], [96, 200, 64, 128], [64, 96, 128, 48]
