@@ -34,6 +34,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from kernellab.backends.arguments import snapshot
 from kernellab.compiler.binary import KernelBinary, load_binary
 
 # -- where a worker runs -----------------------------------------------------------------------
@@ -382,7 +383,7 @@ def _time(job: BenchJob, named: dict, identity: DeviceIdentity) -> float:
             _kernels.popitem(last=False)
     everything = {**named, **job.config_values}
     run = kernel.bound(job.grid, *[named[name] for name in kernel.arg_names])
-    saved = {name: _copy(named[name]) for name in job.restore_value}
+    saved = {name: snapshot(named[name]) for name in job.restore_value}
 
     def launch():
         for name in job.reset_to_zero:
@@ -399,10 +400,6 @@ def _time(job: BenchJob, named: dict, identity: DeviceIdentity) -> float:
 
     return do_bench(launch, warmup=job.warmup, rep=job.rep, return_mode="median",
                     device="cuda" if identity.is_gpu else "cpu")  # fmt: skip
-
-
-def _copy(array):
-    return array.copy() if isinstance(array, np.ndarray) else array.clone()
 
 
 def _lost(identity: DeviceIdentity) -> bool:
