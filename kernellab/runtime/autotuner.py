@@ -273,7 +273,7 @@ class Autotuner(KernelInterface):
                 f"conflicting meta-parameters {', '.join(sorted(conflicts))}: they are tuned by "
                 "autotune, so don't pass them to the launch"
             )
-        where, target = self._where(named)
+        where, target, device = self._where(named)
         models = self._pool_models(where)
         # one row per config, or per (config, device model) when the pool's devices differ
         rows = [ConfigTiming(c, model=m) for c in configs for m in (models if len(models) > 1 else [None])]
@@ -282,9 +282,8 @@ class Autotuner(KernelInterface):
         informative = where != "interpreter" or self.progress is not False and (
             self.progress is not None or _showing_tables()
         )
-        plan = self._compile_plan(rows, args, kwargs, target, models, ship=pooled and where != "interpreter")
-        if not informative:
-            plan = []
+        ship = pooled and where != "interpreter"
+        plan = self._compile_plan(rows, args, kwargs, target, models, ship) if informative else []
         resources_from = RESOURCES_TARGET if plan and where == "interpreter" else None
         report = tuning_reporter(self.progress, self.base.__name__, where, resources_from)
         self.tuning = TuningTable(self.base.__name__, rows, where, resources_from)
@@ -306,7 +305,7 @@ class Autotuner(KernelInterface):
                 + "; ".join(f"{r.config}: {r.status}" for r in rows)
             )
         self.best_by_model = {model: row.config for model, row in best.items() if model is not None}
-        model = self._launch_model(where) if len(best) > 1 else next(iter(best))
+        model = self._launch_model(device) if len(best) > 1 else next(iter(best))
         chosen = best.get(model) or min(best.values(), key=lambda r: r.kernel_ms)
         self.configs_timings = {r.config: (r.kernel_ms if r.kernel_ms is not None else float("inf"))
                                 for r in rows if r.model == chosen.model}  # fmt: skip
@@ -331,25 +330,27 @@ class Autotuner(KernelInterface):
             row.kernel_ms, row.status = ms, "timed"
         return None
 
-    def _where(self, named: dict) -> tuple[str, str]:
-        """Where the launch runs ("interpreter" or the GPU) and the target compiled for."""
+    def _where(self, named: dict) -> tuple[str, str, int | None]:
+        """Where the launch runs ("interpreter" or the GPU), the target compiled for, and the
+        GPU's index (None on the interpreter)."""
         binder = self.base.binder
         runtime = [n for n, const in zip(binder.names, binder.is_constexpr) if not const and n in named]
         keys = [specialize(named[n])[0] for n in runtime]
         device = launch_device(keys, runtime)
         if device is None:
-            return "interpreter", RESOURCES_TARGET
+            return "interpreter", RESOURCES_TARGET, None
         from kernellab.backends.nvidia.driver import device_info
 
-        return f"GPU (cuda:{device[0]})", device_info(device[0]).arch
+        return f"GPU (cuda:{device[0]})", device_info(device[0]).arch, device[0]
 
-    def _launch_model(self, where: str) -> str:
+    @staticmethod
+    def _launch_model(device: int | None) -> str:
         """The model of the device this process launches on (which best config it uses)."""
-        if where == "interpreter":
+        if device is None:
             return "host"
         from kernellab.backends.nvidia.driver import device_info
 
-        return device_info(int(where.split("cuda:")[1].rstrip(")"))).name
+        return device_info(device).name
 
     def _pool_models(self, where: str) -> dict[str, str | None]:
         """The bench executor's device models → their targets ({} when it doesn't say), after
