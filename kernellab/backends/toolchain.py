@@ -8,10 +8,34 @@ LLVM's global context is not thread-safe: every target's LLVM passes run under `
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 
-llvm_lock = threading.Lock()
+
+def held_across_fork(lock):
+    """`lock`, taken while the process forks and released on both sides. A process forked while
+    a thread holds it (a compile pool started during a native step, or during nvJitLink's warm-up)
+    would otherwise inherit it locked, by a thread that does not exist there, and hang on its
+    first compile; the fork waits for the step instead, and the child gets the state whole."""
+    if not hasattr(os, "register_at_fork"):
+        return lock
+    taken = []  # whether the fork hook holds it (a Ctrl-C can end the wait, and the fork goes on)
+
+    def before():
+        lock.acquire()
+        taken.append(True)
+
+    def after():
+        if taken:
+            taken.clear()
+            lock.release()
+
+    os.register_at_fork(before=before, after_in_parent=after, after_in_child=after)
+    return lock
+
+
+llvm_lock = held_across_fork(threading.Lock())
 _llvm = None
 
 
@@ -99,4 +123,4 @@ class LlvmOptimize:
         return PassOutcome(True)  # the manager describes it by the IR's size
 
 
-__all__ = ["llvm_lock", "binding", "error_context", "parse_verified", "optimize", "LlvmVerify", "LlvmOptimize"]
+__all__ = ["held_across_fork", "llvm_lock", "binding", "error_context", "parse_verified", "optimize", "LlvmVerify", "LlvmOptimize"]

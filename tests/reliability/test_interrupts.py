@@ -169,3 +169,47 @@ def test_a_script_stopped_during_llvm_exits_at_once_without_crashing(tmp_path):
         child.kill()
     assert out.strip() == "stopped" and child.returncode == 0, f"exit status {child.returncode}: {err[-2000:]}"
     assert took < 2.0, f"the process took {took:.1f} s to exit after Ctrl-C"
+
+
+FORK_CHILD = KERNEL + """
+import multiprocessing, threading
+from kernellab.backends import toolchain
+
+held, release = threading.Event(), threading.Event()
+
+
+def native_step():  # stands in for an LLVM step running in a thread (compiling, or abandoned)
+    with toolchain.llvm_lock, cubin._lock:
+        held.set()
+        release.wait(1.0)
+
+
+def compile_in_child(queue):
+    ck = kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 256}, target="sm_90", force=True)
+    queue.put(ck.asm["cubin"][:4].hex())
+
+
+threading.Thread(target=native_step).start()
+held.wait()
+context = multiprocessing.get_context("fork")
+queue = context.Queue()
+child = context.Process(target=compile_in_child, args=(queue,))
+child.start()  # while the step holds the locks: the fork waits for it
+release.set()
+try:
+    print("child compiled", queue.get(timeout=60), flush=True)
+finally:
+    child.join(10)
+    child.kill()
+"""
+
+
+@pytest.mark.skipif(cubin._load_nvjitlink() is None, reason="needs nvJitLink (ptxas)")
+def test_a_process_forked_during_a_native_step_compiles(tmp_path):
+    """A compile pool forked while a thread holds LLVM's or nvJitLink's lock used to inherit the
+    lock held, by a thread that does not exist in the child, and hang on its first compile."""
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(FORK_CHILD))
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=200)
+    assert done.returncode == 0 and "child compiled 7f454c46" in done.stdout, done.stderr[-2000:]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kernellab.backends.nvidia.interruptible import run_interruptibly
 from kernellab.backends.nvidia.ptx import parse_arch
+from kernellab.backends.toolchain import held_across_fork
 from kernellab.passes.manager import PassOutcome
 
 # registers per SM and per-thread allocation granularity of sm_80 and sm_90 (both the same)
@@ -42,7 +43,7 @@ class ToolchainUnavailableError(RuntimeError):
 
 _nvjitlink = None
 _nvjitlink_error: str | None = None
-_lock = threading.Lock()
+_lock = held_across_fork(threading.Lock())  # around nvJitLink's calls (ptxas, its warm-up)
 
 
 def _load_nvjitlink():
