@@ -3,8 +3,8 @@
 Autotuning on several GPUs times each config in a worker process that owns one GPU (and may sit
 on another machine): the worker never sees the kernel's Python source, so the compile pool hands
 over this picklable value instead: the stages its launcher reads (the cubin, the CPU object
-code, the TTIR the interpreter runs: the backend's `launch_stages`) and the metadata. `load_binary` rebuilds a
-launchable `CompiledKernel` from it without compiling anything.
+code, the TTIR the interpreter runs: the backend's `launch_stages`) and the metadata.
+`load_binary` rebuilds a launchable `CompiledKernel` from it without compiling anything.
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ class KernelBinary:
 def binary_of(ck: CompiledKernel) -> KernelBinary:
     """What `load_binary` needs to launch `ck` elsewhere: the stages its backend's launcher
     reads (a matmul's cubin and PTX are 0.3 MB; its LLVM IR alone is 1 MB)."""
-    target = ck.metadata.target
-    wanted = get_backend(None if target == "interpreter" else target).launch_stages
+    wanted = get_backend(ck.metadata.target).launch_stages
     asm = {stage: text for stage, text in dict(ck.asm).items()
            if text is not None and (wanted is None or stage in wanted)}  # fmt: skip
     return KernelBinary(ck.name, asm, ck.metadata, tuple(ck.param_names))
@@ -51,8 +50,7 @@ def binary_of(ck: CompiledKernel) -> KernelBinary:
 def load_binary(binary: KernelBinary) -> CompiledKernel:
     """A launchable CompiledKernel from a KernelBinary (no stage runs). Backends that cache on
     disk restore their final artifact from the asm; the interpreter parses its TTIR again."""
-    target = binary.target
-    backend = get_backend(None if target == "interpreter" else target)
+    backend = get_backend(binary.target)
     asm = LazyAsm(dict(binary.asm), backend.lazy_asm)
     metadata = binary.metadata
     if backend.restore is not None:

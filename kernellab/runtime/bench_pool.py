@@ -376,9 +376,10 @@ def bench_job(job: BenchJob) -> BenchReport:
 
 
 def _time(job: BenchJob, named: dict, identity: DeviceIdentity) -> float:
-    kernel = _kernels.get(job.binary.digest)
+    digest = job.binary.digest
+    kernel = _kernels.get(digest)
     if kernel is None:
-        kernel = _kernels[job.binary.digest] = load_binary(job.binary)
+        kernel = _kernels[digest] = load_binary(job.binary)
         while len(_kernels) > _KEEP_KERNELS:
             _kernels.popitem(last=False)
     everything = {**named, **job.config_values}
