@@ -117,7 +117,10 @@ def test_interrupting_a_jupyter_kernel_stops_the_compile_within_a_second(tmp_pat
     env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": REPO}
     km, kc = manager.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
     try:
-        msg_id = kc.execute(textwrap.dedent(JUPYTER_CELL))
+        # stop_on_error=False: after a failed cell ipykernel aborts the requests that reach it
+        # within its stop_on_error window, and the next cell below may race that window; the
+        # test is about kernellab leaving the kernel usable, not about ipykernel's queue.
+        msg_id = kc.execute(textwrap.dedent(JUPYTER_CELL), stop_on_error=False)
 
         text = ""
 
