@@ -40,6 +40,8 @@ _MINMAX = {"maxsi": "llvm.smax", "minsi": "llvm.smin", "maxui": "llvm.umax", "mi
            "minnumf": "llvm.minnum"}  # fmt: skip
 
 
+# and/or/xor of masks: one vector instruction whatever the width (a 2-D mask is built by them)
+_BOOLEAN = frozenset({"andi", "ori", "xori"})
 VECTOR_BINARY = frozenset(_INT_BINARY) | frozenset(_FLOAT_BINARY) | frozenset(_MINMAX)
 
 
@@ -91,6 +93,11 @@ def _result(ctx, op, vec):
 
 def _all_plain(op) -> bool:
     return all(takes_vectors(v.type) for v in (*op.operands, *op.results))
+
+
+def _wide_ints(op) -> bool:
+    """Integer arithmetic wider than i1 (i1 arithmetic keeps the core's per-element rules)."""
+    return _all_plain(op) and op.result.type.element_type.width.data > 1
 
 
 # ------------------------------------------------------------------ values without inputs
@@ -457,7 +464,7 @@ def rules(debug: bool) -> dict:
     core = elementwise.RULES
     out = {}
     for name, cls in arith.BINARY_OPS.items():
-        accepts = (lambda op: _all_plain(op) and op.result.type.element_type.width.data > 1) if name in _INT_BINARY or name in ("maxsi", "minsi", "maxui", "minui") else _floats
+        accepts = (_all_plain if name in _BOOLEAN else _wide_ints) if name in _INT_BINARY or name in ("maxsi", "minsi", "maxui", "minui") else _floats
         out[cls] = _vector_rule(core[cls], accepts)(_binary(name))
     for name, cls in arith.CAST_OPS.items():
         if name in _CASTS:
