@@ -153,7 +153,7 @@ def compile_data(view: ViewInput) -> dict:
     stage, before = "ttir", ""
     for record in ck.passes:
         stage = _pass_stage(record, stage)
-        why = None if record.changed else why_unchanged(record.name, before)
+        why = None if record.changed else why_unchanged(record.name, before, md.get("num_stages"))
         passes.append({
             "name": record.name, "stage": stage, "ir": record.ir_after or "",
             "changed": bool(record.changed), "seconds": float(record.seconds),

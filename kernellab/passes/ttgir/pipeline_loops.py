@@ -60,7 +60,7 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
     analysis = axis_info.analyze(module)
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     for loop in reversed(loops):  # inner loops first
-        stages = _stages(loop, num_stages)
+        stages = loop_stages(loop, num_stages)
         if stages < 2:
             continue
         plan = _plan(loop, analysis)
@@ -97,7 +97,9 @@ def ring_slots(module: ModuleOp) -> list[tuple[int, int]]:
     return out
 
 
-def _stages(loop: scf.ForOp, default: int) -> int:
+def loop_stages(loop: scf.ForOp, default: int) -> int:
+    """The stages `loop` asks for: tl.range's num_stages, else `default` when its body holds a
+    dot, else 1 (not pipelined). The lab's pass explanations ask the same question."""
     attr = loop.attributes.get("tt.num_stages")
     if isinstance(attr, IntegerAttr):
         return attr.value.data
