@@ -1,12 +1,14 @@
 """Errors from launching a kernel in a notebook, shown like compile errors.
 
-An out-of-bounds access, a failed `tl.device_assert` or a bad argument raised while a launch
-runs comes up through a dozen frames of kernellab's runtime and interpreter, which say nothing
-to the person at the notebook. `%load_ext kernellab` registers `show_launch_error` with IPython
-for these errors: it shows the cell and line of the launch with a caret under the call, the
-kernel's source line the error points at, the message, and (for the interpreter's errors) the
-`kl.lab.access_view(...)` call that draws every access of that launch. `%xmode Verbose` brings
-the full traceback back.
+An out-of-bounds access, a failed `tl.device_assert`, a bad argument or a GPU fault (a
+`CudaError` such as CUDA_ERROR_ILLEGAL_ADDRESS or CUDA_ERROR_ASSERT, `OutOfResources`) raised
+while a launch runs comes up through a dozen frames of kernellab's runtime, interpreter and
+driver, which say nothing to the person at the notebook. `%load_ext kernellab` registers
+`show_launch_error` with IPython for these errors: it shows the cell and line of the launch
+with a caret under the call, the kernel's source line the error points at, the message, and
+(for out-of-bounds accesses and failed asserts, on the interpreter or the GPU) the
+`kl.lab.access_view(...)` call that draws every access of that launch on the interpreter.
+`%xmode Verbose` brings the full traceback back.
 """
 
 from __future__ import annotations
@@ -26,12 +28,29 @@ _LAUNCH_MODULES = ("runtime" + os.sep, "backends" + os.sep + "arguments.py",
 _LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<rest>.*)$", re.S)
 
 
+# GPU faults that an access on the interpreter reproduces (the access view finds the lane)
+_ACCESS_FAULTS = {"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ASSERT"}
+
+
 def _error_classes() -> tuple[type, ...]:
     from kernellab.backends.arguments import ArgumentError
     from kernellab.backends.interpreter.errors import InterpreterError
+    from kernellab.backends.nvidia.driver import CudaError
+    from kernellab.backends.nvidia.launcher import OutOfResources
     from kernellab.frontend.errors import CompilationError
 
-    return (InterpreterError, ArgumentError, CompilationError)
+    return (InterpreterError, ArgumentError, CompilationError, CudaError, OutOfResources)
+
+
+def _access_view_note(value: BaseException, call: str) -> str | None:
+    """The line offering the access view, for the interpreter's errors and GPU memory faults."""
+    from kernellab.backends.interpreter.errors import InterpreterError
+
+    if isinstance(value, InterpreterError):
+        return f"every access of this launch, drawn: {call}"
+    if getattr(value, "name", None) in _ACCESS_FAULTS:
+        return f"every access of this launch, drawn by the interpreter: {call}"
+    return None
 
 
 def exceptions() -> tuple[type, ...]:
@@ -93,7 +112,6 @@ def access_view_call(line: str, start: int | None, end: int | None) -> str | Non
 
 def render(shell, value: BaseException, frames: list[traceback.FrameSummary]) -> list[str]:
     """The lines shown for a launch error: where in the cell, where in the kernel, the message."""
-    from kernellab.backends.interpreter.errors import InterpreterError
     from kernellab.frontend.errors import CompilationError
 
     user = [f for f in frames if not _internal(f.filename)]
@@ -119,10 +137,10 @@ def render(shell, value: BaseException, frames: list[traceback.FrameSummary]) ->
                 out += _caret(source, None, None)
             message = found["rest"]
         out.append(f"{name}: {message}")
-    if isinstance(value, InterpreterError):
-        call = access_view_call(line, start, end)
-        if call:
-            out.append(f"every access of this launch, drawn: {call}")
+    call = access_view_call(line, start, end)
+    note = _access_view_note(value, call) if call else None
+    if note:
+        out.append(note)
     out.append("(kernellab's internal frames are hidden: %xmode Verbose shows them)")
     return out
 

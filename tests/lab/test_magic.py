@@ -447,6 +447,58 @@ def test_launch_errors_render_like_compile_errors(ip, launch, words):
     assert "runtime" in verbose.stdout + verbose.stderr
 
 
+GPU_FAULTS = {
+    "illegal-address": ("CudaError('cuStreamSynchronize', 700, 'CUDA_ERROR_ILLEGAL_ADDRESS', "
+                        "'an illegal memory access was encountered')",
+                        ["CudaError while launching a kernel", "CUDA_ERROR_ILLEGAL_ADDRESS (700)",
+                         "the launch: add_unmasked[grid](x_ptr=",
+                         "drawn by the interpreter: kl.lab.access_view(add_unmasked, (4,), xs, ys, n, BLOCK=256)"]),
+    "device-assert": ("CudaError('cuStreamSynchronize', 710, 'CUDA_ERROR_ASSERT', 'device-side assert triggered')",
+                      ["CudaError while launching a kernel", "CUDA_ERROR_ASSERT (710)", "kl.lab.access_view("]),
+    "out-of-resources": ("OutOfResources('add_unmasked', 'shared memory', 300000, 232448, 'use smaller blocks')",
+                         ["OutOfResources while launching a kernel", "shared memory: needs 300000"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fault", list(GPU_FAULTS))
+def test_gpu_faults_render_like_compile_errors(ip, monkeypatch, fault):
+    """A GPU fault raised by the driver under a launch shows as the interpreter's errors do. The
+    fake launch raises it from a frame that reads as kernellab's (the driver's, on a GPU)."""
+    import os
+
+    import kernellab
+    from kernellab.compiler.kernel import CompiledKernel
+
+    raised, words = GPU_FAULTS[fault]
+    code = ("from kernellab.backends.nvidia.driver import CudaError\n"
+            "from kernellab.backends.nvidia.launcher import OutOfResources\n"
+            f"def launch(self, args, grid, trace=None, where=None):\n    raise {raised}\n")  # fmt: skip
+    namespace = {}
+    exec(compile(code, os.path.join(os.path.dirname(kernellab.__file__), "backends", "nvidia", "fake_launch.py"), "exec"),
+         namespace)  # fmt: skip
+    monkeypatch.setattr(CompiledKernel, "launch", namespace["launch"])
+    run(ip, "import numpy as np\nimport kernellab as kl\nimport kernellab.language as tl")
+    run(ip, LAUNCHES)
+    run(ip, "n = 1000\nxs = np.zeros(n, np.float32)\nys = np.zeros(n, np.float32)")
+    launch = "add_unmasked[(4,)](xs, ys, n, BLOCK=256)"
+    result, captured = run(ip, f"first = 1\n{launch}\n")
+    assert result.error_in_exec is not None
+    text = captured.stdout + captured.stderr
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if "while launching a kernel" in line)
+    assert "line 2)" in lines[head]
+    assert lines[head + 1].strip() == launch and set(lines[head + 2].strip()) == {"^"}
+    for word in words:
+        assert word in text, (word, text)
+    assert "Traceback" not in text and "fake_launch" not in text and "kernellab/runtime" not in text
+    run(ip, "%xmode Verbose")
+    try:
+        _, verbose = run(ip, f"first = 1\n{launch}\n")
+    finally:
+        run(ip, "%xmode Context")
+    assert "Traceback" in verbose.stdout + verbose.stderr and "runtime" in verbose.stdout + verbose.stderr
+
+
 def test_errors_in_the_users_own_code_keep_their_traceback(ip):
     result, captured = run(ip, "def f():\n    raise ValueError('mine')\nf()")
     assert isinstance(result.error_in_exec, ValueError)
