@@ -102,6 +102,60 @@ def test_tile_order_explorer_redraws_on_step_and_group_size():
     assert_snapshot(e)
 
 
+def test_saved_snapshot_follows_the_controls():
+    """Displayed under a display id, the explorer rewrites its output's snapshot when a control
+    moves, so a saved notebook keeps the last state (the live widget stays in the bundle)."""
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9, simulate=False)
+    with capture_output() as shown:
+        from IPython.display import display
+
+        display(e)
+    (first,) = shown.outputs
+    display_id = first.transient["display_id"]
+    assert "GROUP_SIZE_M=3" in first.data["text/html"]
+    with capture_output() as moved:
+        e.controls["GROUP_SIZE_M"].value = 9
+    (update,) = moved.outputs
+    assert update.update and update.transient["display_id"] == display_id
+    assert "application/vnd.jupyter.widget-view+json" in update.data
+    assert "GROUP_SIZE_M=9" in update.data["text/html"] and "GROUP_SIZE_M=3" not in update.data["text/html"]
+    assert update.data["text/html"] == e.snapshot()
+
+
+def test_snapshot_updates_wait_for_the_controls_to_rest(monkeypatch):
+    """Under an event loop (a kernel), moves in quick succession give one update, the last state."""
+    pytest.importorskip("IPython")
+    import asyncio
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    from kernellab.lab.widgets import base
+
+    InteractiveShell.instance()
+    monkeypatch.setattr(base, "SNAPSHOT_DELAY_S", 0.05)
+    e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9, simulate=False)
+
+    async def move():
+        display(e)
+        for value in (4, 5, 6):
+            e.controls["GROUP_SIZE_M"].value = value
+        await asyncio.sleep(0.01)
+        assert len(captured.outputs) == 1  # only the display so far
+        await asyncio.sleep(0.2)
+
+    with capture_output() as captured:
+        asyncio.run(move())
+    shown, update = captured.outputs
+    assert update.update and "GROUP_SIZE_M=6" in update.data["text/html"]
+
+
 def test_tile_order_defaults_exceed_l2_so_the_orders_differ():
     """The defaults are the tutorial's sizes: A and B larger than L2, grouped order wins."""
     e = tile_order.tile_order()

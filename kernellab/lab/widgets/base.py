@@ -7,13 +7,21 @@ and shows the PNG in an `ipywidgets.Image` (drawn once the explorer is displayed
 change; before that only the data is recomputed). Displaying it gives the live widget plus a
 `text/html` snapshot (the same PNG inline, with a caption) that survives a saved notebook,
 nbconvert without widget state, GitHub and untrusted JupyterLab.
+
+The snapshot follows the controls: the explorer is displayed under a display id, and a second
+after the controls last moved, `update_display` rewrites that output with the current picture,
+so the saved notebook holds the last state the user saw, not the first. (JupyterLab renders the
+updated output's widget view afresh, hence the wait: never in the middle of a drag.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import html
 import io
+
+SNAPSHOT_DELAY_S = 1.0  # how long the controls rest before the saved snapshot is rewritten
 
 
 def new_figure(width: float, height: float):
@@ -79,6 +87,8 @@ class Explorer:
         self._png = b""
         self._stale = True
         self._shown = False  # the picture is drawn once the explorer is displayed (or asked for)
+        self._display_ids: list[str] = []  # the outputs showing it, whose snapshots follow it
+        self._pending = None  # the scheduled snapshot update (an asyncio TimerHandle)
         self.error: str | None = None
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
@@ -121,6 +131,7 @@ class Explorer:
         )
         if self._shown:
             self.render()
+            self._schedule_snapshot()
 
     def render(self) -> bytes:
         """Draw the current data (matplotlib, Agg) into the PNG the widget and snapshot show."""
@@ -151,6 +162,36 @@ class Explorer:
         bundle["text/plain"] = f"<{self.title}: {first}>"
         bundle["text/html"] = self.snapshot()
         return bundle
+
+    def _ipython_display_(self) -> None:
+        """Display under a display id, so that later snapshots can replace this output's."""
+        from IPython.display import display
+
+        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+        if handle is not None:
+            self._display_ids.append(handle.display_id)
+
+    def _schedule_snapshot(self) -> None:
+        """Rewrite the displayed snapshots once the controls rest (at once without an event
+        loop: a script, a test)."""
+        if not self._display_ids:
+            return
+        if self._pending is not None:
+            self._pending.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._update_snapshots()
+            return
+        self._pending = loop.call_later(SNAPSHOT_DELAY_S, self._update_snapshots)
+
+    def _update_snapshots(self) -> None:
+        from IPython.display import update_display
+
+        self._pending = None
+        bundle = self._repr_mimebundle_()
+        for display_id in self._display_ids:
+            update_display(bundle, raw=True, display_id=display_id)
 
     def save(self, path: str) -> None:
         """Write the current picture as PNG."""
