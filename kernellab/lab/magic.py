@@ -450,7 +450,7 @@ class KernelMagics(Magics):
         kwargs = {**values, **options}
         device = "GPU" if any(_is_cuda(v) for v in values.values()) else "interpreter"
         if device == "interpreter" and args.target == "cpu":
-            kwargs["target"], device = "cpu", "CPU (native)"
+            kwargs["target"], device = "cpu", "kernellab CPU backend"
 
         def launch():
             jit[grid](**kwargs)
@@ -615,7 +615,9 @@ class BenchResult:
 
     @property
     def on_interpreter(self) -> bool:
-        return self.device != "GPU"
+        """Interpreter times compare numpy running IR with numpy: no result about a kernel. The
+        CPU backend's and the GPU's are real kernels' times."""
+        return self.device == "interpreter"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         from html import escape

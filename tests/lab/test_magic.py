@@ -233,6 +233,20 @@ def test_bench_shows_both_times_and_ratio(ip):
     assert "k runs at 0.50× the speed of torch" in gpu["text/plain"]
 
 
+def test_bench_on_the_cpu_backend_is_a_result(ip):
+    """--target cpu times the native kernel: real CPU times next to numpy's, named as such."""
+    _inputs(ip, 4096)
+    cell = ADD.format(
+        flags='--args x,y,out,n -c BLOCK=1024 --grid "(kl.cdiv(n, BLOCK),)" --bench "numpy: x + y" '
+              '--warmup 1 --rep 2 -q --target cpu', name="add_cpu_bench", op="+",
+    )  # fmt: skip
+    result, captured = run(ip, cell)
+    assert result.error_in_exec is None, result.error_in_exec
+    (plain,) = [o.data["text/plain"] for o in captured.outputs if o.data.get("text/plain", "").startswith("bench on")]
+    assert plain.startswith("bench on the kernellab CPU backend: add_cpu_bench")
+    assert "add_cpu_bench runs at" in plain and "interpreter" not in plain
+
+
 @pytest.mark.parametrize(
     "flags, fragment",
     [
