@@ -19,6 +19,7 @@ import llvmlite.ir as ir
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import TensorType
 
+from kernellab.backends.cpu.lowering.vector_math import exp2_f32
 from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, constant_vector, lanes, splat, undefined, vector_type
 from kernellab.backends.llvm import elementwise, memory
 from kernellab.backends.llvm.portable import vector_name
@@ -284,7 +285,12 @@ def _exp(ctx, x):
     if x.type.element == F64:
         return vcall(ctx, "llvm.exp", [x])
     log2e = splat(ctx, ir.Constant(x.type.element, LOG2E), x.type.count)
-    return vcall(ctx, "llvm.exp2", [ctx.b.fmul(x, log2e)])
+    return _exp2(ctx, ctx.b.fmul(x, log2e))
+
+
+def _exp2(ctx, x):
+    """fp32 written out on the vector (vector_math.py); fp64 from LLVM's intrinsic."""
+    return exp2_f32(ctx, x) if x.type.element == F32 else vcall(ctx, "llvm.exp2", [x])
 
 
 def _libm(name: str):
@@ -477,7 +483,7 @@ def rules(debug: bool) -> dict:
     out[arith.SelectOp] = _vector_rule(core[arith.SelectOp], lambda op: isinstance(op.cond.type, TensorType) and takes_vectors(op.result.type))(_select)
     out[arith.NegfOp] = _vector_rule(core[arith.NegfOp], _floats)(_negf)
     out[arith.ConstantOp] = _vector_rule(core[arith.ConstantOp], _constant_accepts)(_constant)
-    math = {xmath.ExpOp: _exp, xmath.Exp2Op: _intrinsic("llvm.exp2"), xmath.LogOp: _log("llvm.log"),
+    math = {xmath.ExpOp: _exp, xmath.Exp2Op: _exp2, xmath.LogOp: _log("llvm.log"),
             xmath.Log2Op: _log("llvm.log2"), xmath.SqrtOp: _intrinsic("llvm.sqrt"), xmath.RsqrtOp: _rsqrt,
             tt.PreciseSqrtOp: _intrinsic("llvm.sqrt"), xmath.FloorOp: _intrinsic("llvm.floor"),
             xmath.CeilOp: _intrinsic("llvm.ceil"), xmath.AbsFOp: _intrinsic("llvm.fabs"),
