@@ -32,7 +32,6 @@ import ctypes
 import functools
 import io
 import os
-import re
 import shutil
 import tempfile
 
@@ -63,7 +62,6 @@ BACKENDS = [
 
 # Tests that must not run on the CPU backend, with the reason.
 CPU_SKIPS: dict[str, str] = {}
-CPU_FP8_SKIP = "fp8 conversions are not lowered for the CPU target yet (the interpreter and NVIDIA run them)"
 
 # Tests that must not run on the GPU backend, with the reason (they are covered elsewhere).
 CUDA_SKIPS = {
@@ -111,8 +109,6 @@ def pytest_collection_modifyitems(config, items):
             continue
         skips = CUDA_SKIPS if callspec.params["backend"] == "cuda" else CPU_SKIPS
         reason = skips.get(getattr(item, "originalname", item.name))
-        if callspec.params["backend"] == "cpu" and re.search(r"fp8|float8", item.name):
-            reason = CPU_FP8_SKIP
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -301,7 +297,7 @@ def _arg_name(kernel, index: int) -> str:
 
 DEFAULT_GPU_TARGETS = "sm_80,sm_90,gfx942"
 # what the AMD target refuses with a message, by the reason the summary counts
-AMD_REFUSALS = {"fp8": "fp8 conversions are not supported", "LDS": "bytes of LDS (shared memory)"}
+AMD_REFUSALS = {"LDS": "bytes of LDS (shared memory)"}
 
 
 def gpu_targets() -> list[str]:
@@ -498,6 +494,18 @@ def pytest_runtest_makereport(item, call):
 
 
 INT_SENTINEL_BYTE = 0xA5  # 0xA5A5...: far outside the small random inputs (int8: -91, rare)
+
+
+def toward_zero_reference(x: np.ndarray, dtype) -> np.ndarray:
+    """x rounded toward zero to a float format of at most 16 bits, by search over every finite
+    value of the format (independent of any rounding code under test); magnitudes beyond the
+    largest saturate."""
+    values = np.arange(2 ** (8 * np.dtype(dtype).itemsize)).astype(f"u{np.dtype(dtype).itemsize}")
+    with np.errstate(invalid="ignore"):  # the NaN bit patterns
+        values = values.view(dtype).astype(np.float64)
+    table = np.unique(np.abs(values[np.isfinite(values)]))
+    mag = table[np.searchsorted(table, np.abs(x.astype(np.float64)), side="right") - 1]
+    return np.copysign(mag, x).astype(dtype)
 
 
 def poison(shape, dtype) -> np.ndarray:

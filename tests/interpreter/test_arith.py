@@ -7,6 +7,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import toward_zero_reference
 from interp_helpers import run_elementwise
 
 N, PROGRAMS = 64, 4
@@ -149,17 +150,6 @@ def test_fp_to_fp_rounds_to_nearest_even_and_saturates(fp8, name, limit):
     assert np.isnan(got.astype(np.float32)[2])
 
 
-def _toward_zero_reference(x: np.ndarray, dtype) -> np.ndarray:
-    """Round toward zero by search over every finite value of a <=16-bit float format
-    (independent of the rounding code under test); magnitudes beyond the largest saturate."""
-    values = np.arange(2 ** (8 * np.dtype(dtype).itemsize)).astype(f"u{np.dtype(dtype).itemsize}")
-    with np.errstate(invalid="ignore"):  # the NaN bit patterns
-        values = values.view(dtype).astype(np.float64)
-    table = np.unique(np.abs(values[np.isfinite(values)]))
-    mag = table[np.searchsorted(table, np.abs(x.astype(np.float64)), side="right") - 1]
-    return np.copysign(mag, x).astype(dtype)
-
-
 def _random_magnitudes(lo_exp: float, hi_exp: float) -> np.ndarray:
     rng = np.random.default_rng()
     return 2.0 ** rng.uniform(lo_exp, hi_exp, N * PROGRAMS) * rng.choice([-1, 1], N * PROGRAMS)
@@ -177,7 +167,7 @@ def test_fp_to_fp_round_toward_zero(name, dtype, src, src_dtype):
     x = x.astype(src_dtype)
     body = f"%out = tt.fp_to_fp %x0 {{rounding = \"rtz\"}} : tensor<{N}x{src}> -> tensor<{N}x{name}>"
     got = run_elementwise(body, [x], [src], name, dtype, PROGRAMS).astype(np.float64)
-    np.testing.assert_array_equal(got, _toward_zero_reference(x, dtype).astype(np.float64))
+    np.testing.assert_array_equal(got, toward_zero_reference(x, dtype).astype(np.float64))
     assert got[0] == top and got[1] == -top
 
 

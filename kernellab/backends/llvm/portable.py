@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from kernellab.backends.llvm import fp8
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.float_casts import fp_ext, fp_trunc
 from kernellab.backends.llvm.types import BF16, F16, F32, F64, I1, I8, I32, bitwidth, is_fp8, llty, mem_llty
@@ -155,10 +156,9 @@ def toward_zero(ctx, x, dty):
 
 
 def convert_float(ctx, x, src, dst, rounding: str):
-    """x of IR float type `src` → `dst` ("rtne" or "rtz"); fp8 is a target's own."""
+    """x of IR float type `src` → `dst` ("rtne" or "rtz"); fp8 in integer arithmetic (fp8.py)."""
     if is_fp8(src) or is_fp8(dst):
-        raise LoweringError(f"fp8 conversions are not supported by the {ctx.target.name} lowering; "
-                            "run fp8 kernels on the interpreter or an NVIDIA target")  # fmt: skip
+        return fp8.convert(ctx, x, src, dst, rounding)
     b = ctx.b
     sty, dty = llty(src), llty(dst)
     widths = {F16: 16, BF16: 16, F32: 32, F64: 64}

@@ -60,7 +60,7 @@ GPTR = ir.PointerType(addrspace=1)
 SPTR = ir.PointerType(addrspace=3)
 PTR = ir.PointerType()
 
-FP8_TYPES = (builtin.Float8E4M3FNType, builtin.Float8E5M2Type)
+FP8_TYPES = (builtin.Float8E4M3FNType, builtin.Float8E5M2Type, builtin.Float8E4M3FNUZType, builtin.Float8E5M2FNUZType)
 
 
 def is_fp8(t) -> bool:
