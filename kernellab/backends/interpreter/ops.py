@@ -18,6 +18,8 @@ from kernellab.backends.interpreter.compiler import builds
 from kernellab.backends.interpreter.dtypes import (
     F32,
     F64,
+    FP8E4B8,
+    FP8E5B16,
     NARROW_FLOATS,
     np_dtype,
     round_float,
@@ -404,12 +406,16 @@ def _clampf(c, op):
 def _round_toward_zero(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     """`x` rounded toward zero to `dst`: the nearest value, one ulp smaller in magnitude where
     rounding went outward. Every float format is sign-magnitude, so decrementing the bit pattern
-    steps toward zero (and turns an overflow to inf into the largest finite value)."""
+    steps toward zero (and turns an overflow to inf into the largest finite value). In the fnuz
+    formats the step below -min_subnormal would be 0x80, their NaN: zero is +0 there."""
     x = x.astype(F64)
     r = round_float(x, dst)
     outward = np.abs(r.astype(F64)) > np.abs(x)
     bits = unsigned(r)
-    return np.where(outward, bits - np.array(1, bits.dtype), bits).view(dst)
+    stepped = np.where(outward, bits - np.array(1, bits.dtype), bits)
+    if dst in (FP8E4B8, FP8E5B16):
+        stepped = np.where(outward & (stepped == 0x80), np.array(0, bits.dtype), stepped)
+    return stepped.view(dst)
 
 
 @builds(tt.FpToFpOp)

@@ -1,4 +1,5 @@
-"""fp8 on the CPU (and AMD, which compiles the same core conversions, backends/llvm/fp8.py):
+"""fp8 on the CPU (and AMD, which compiles the same core conversions, backends/llvm/fp8.py;
+rounding toward zero on the interpreter too):
 every code of the four formats widened, narrowing from fp32 and fp64 rounded to nearest even
 or toward zero and saturated, fnuz's lone NaN and missing -0, fp8 → fp8, checked bit for bit
 against ml_dtypes (NaN against NaN)."""
@@ -24,9 +25,9 @@ def _cast(x_ptr, out_ptr, n, DST: tl.constexpr, RTZ: tl.constexpr, BLOCK: tl.con
     tl.store(out_ptr + offs, y, mask=mask)
 
 
-def cast(x: np.ndarray, dst: str, out_dtype, rtz: bool = False) -> np.ndarray:
+def cast(x: np.ndarray, dst: str, out_dtype, rtz: bool = False, target: str = "cpu") -> np.ndarray:
     out = poison(x.shape, out_dtype)
-    _cast[(kl.cdiv(x.size, 256),)](x, out, x.size, DST=getattr(tl, dst), RTZ=rtz, BLOCK=256, target="cpu")
+    _cast[(kl.cdiv(x.size, 256),)](x, out, x.size, DST=getattr(tl, dst), RTZ=rtz, BLOCK=256, target=target)
     return out
 
 
@@ -67,11 +68,12 @@ def test_fp32_narrows_to_nearest_even_and_saturates(rng, name, dtype):
         assert np.array_equal(got.view(np.uint8) == 0x80, np.isnan(x))
 
 
+@pytest.mark.parametrize("target", ["cpu", "interpreter"])
 @pytest.mark.parametrize("name,dtype", FORMATS)
-def test_fp32_narrows_toward_zero(rng, name, dtype):
+def test_fp32_narrows_toward_zero(rng, name, dtype, target):
     x = narrowing_cases(dtype, rng)
     finite = ~np.isnan(x)
-    got = cast(x, name, dtype, rtz=True)
+    got = cast(x, name, dtype, rtz=True, target=target)
     same(got[finite], toward_zero_reference(x[finite], dtype))
     assert np.isnan(got[~finite].astype(np.float32)).all()
 
