@@ -7,7 +7,9 @@
  *    over the bundle's own text/html fallback wherever this extension is installed;
  *  - kernel-magic: `%%kernel` cells get their magic line styled apart from the Python body;
  *  - widget-snapshots: an explorer whose live widget can't be shown (a saved notebook reopened
- *    with a new kernel, or without one) shows its saved static snapshot instead.
+ *    with a new kernel, or without one) shows its saved static snapshot instead; saving a
+ *    notebook writes each explorer's current snapshot (its widget model's `_kl_snapshot`) into
+ *    the saved output, without re-rendering the live view.
  */
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import {
@@ -114,7 +116,7 @@ const kernelMagicPlugin: JupyterFrontEndPlugin<void> = {
 
 const widgetSnapshotsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'kernellab:widget-snapshots',
-  description: "Shows an explorer's saved snapshot where its live widget is gone.",
+  description: "Saves an explorer's current snapshot and shows it where its live widget is gone.",
   autoStart: true,
   activate: (app: JupyterFrontEnd) => watchNotebooks(app)
 };
