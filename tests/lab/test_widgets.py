@@ -103,32 +103,37 @@ def test_tile_order_explorer_redraws_on_step_and_group_size():
 
 
 def test_saved_snapshot_follows_the_controls():
-    """Displayed under a display id, the explorer rewrites its output's snapshot when a control
-    moves, so a saved notebook keeps the last state (the live widget stays in the bundle)."""
+    """The displayed bundle keeps the text/html snapshot (nbconvert, GitHub); the root widget's
+    synced `_kl_snapshot` trait holds the current snapshot, which the JupyterLab extension
+    writes into the saved output. Moving a control refreshes the trait and sends no display
+    message (an update_display would make JupyterLab rebuild the live view)."""
     pytest.importorskip("IPython")
     from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
     from IPython.utils.capture import capture_output
 
     InteractiveShell.instance()
     e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9, simulate=False)
     with capture_output() as shown:
-        from IPython.display import display
-
         display(e)
     (first,) = shown.outputs
-    display_id = first.transient["display_id"]
+    assert "application/vnd.jupyter.widget-view+json" in first.data
     assert "GROUP_SIZE_M=3" in first.data["text/html"]
+    assert e.widget._kl_snapshot == first.data["text/html"]
+    # a synced trait: part of the state the front end's model gets
+    assert e.widget.trait_metadata("_kl_snapshot", "sync")
+    assert e.widget.get_state()["_kl_snapshot"] == first.data["text/html"]
     with capture_output() as moved:
         e.controls["GROUP_SIZE_M"].value = 9
-    (update,) = moved.outputs
-    assert update.update and update.transient["display_id"] == display_id
-    assert "application/vnd.jupyter.widget-view+json" in update.data
-    assert "GROUP_SIZE_M=9" in update.data["text/html"] and "GROUP_SIZE_M=3" not in update.data["text/html"]
-    assert update.data["text/html"] == e.snapshot()
+    assert moved.outputs == [] and moved.stdout == ""  # no display update
+    now = e.widget._kl_snapshot
+    assert "GROUP_SIZE_M=9" in now and "GROUP_SIZE_M=3" not in now
+    assert e.widget._kl_snapshot == e.snapshot()
 
 
 def test_snapshot_updates_wait_for_the_controls_to_rest(monkeypatch):
-    """Under an event loop (a kernel), moves in quick succession give one update, the last state."""
+    """Under an event loop (a kernel), moves in quick succession refresh the trait once, with
+    the last state, after the controls rest; nothing is displayed again."""
     pytest.importorskip("IPython")
     import asyncio
 
@@ -141,19 +146,22 @@ def test_snapshot_updates_wait_for_the_controls_to_rest(monkeypatch):
     InteractiveShell.instance()
     monkeypatch.setattr(base, "SNAPSHOT_DELAY_S", 0.05)
     e = tile_order.tile_order(9 * 64, 9 * 64, 9 * 64, 64, 64, 64, 3, step=9, simulate=False)
+    changes = []
 
     async def move():
         display(e)
+        e.widget.observe(lambda change: changes.append(change["new"]), names="_kl_snapshot")
         for value in (4, 5, 6):
             e.controls["GROUP_SIZE_M"].value = value
         await asyncio.sleep(0.01)
-        assert len(captured.outputs) == 1  # only the display so far
+        assert changes == [] and "GROUP_SIZE_M=3" in e.widget._kl_snapshot  # not yet
         await asyncio.sleep(0.2)
 
     with capture_output() as captured:
         asyncio.run(move())
-    shown, update = captured.outputs
-    assert update.update and "GROUP_SIZE_M=6" in update.data["text/html"]
+    assert len(captured.outputs) == 1  # the display only: no update_display
+    assert len(changes) == 1 and "GROUP_SIZE_M=6" in changes[0]
+    assert e.widget._kl_snapshot == e.snapshot()
 
 
 def test_tile_order_defaults_exceed_l2_so_the_orders_differ():

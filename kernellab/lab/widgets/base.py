@@ -8,10 +8,13 @@ change; before that only the data is recomputed). Displaying it gives the live w
 `text/html` snapshot (the same PNG inline, with a caption) that survives a saved notebook,
 nbconvert without widget state, GitHub and untrusted JupyterLab.
 
-The snapshot follows the controls: the explorer is displayed under a display id, and a second
-after the controls last moved, `update_display` rewrites that output with the current picture,
-so the saved notebook holds the last state the user saw, not the first. (JupyterLab renders the
-updated output's widget view afresh, hence the wait: never in the middle of a drag.)
+The saved snapshot follows the controls without touching the live view: the explorer's root
+widget (`ExplorerBox`, a VBox) carries the current snapshot HTML in a synced trait,
+`_kl_snapshot`, set at display and again a second after the controls last moved (one comm
+message; the view ignores it, so nothing is re-rendered). When JupyterLab saves the notebook,
+the extension (extension/src/snapshots.ts) writes that trait into the output's saved `text/html`,
+so the file holds the last state the user saw, not the first. Without the extension the file
+keeps the snapshot taken at display.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import base64
 import html
 import io
 
-SNAPSHOT_DELAY_S = 1.0  # how long the controls rest before the saved snapshot is rewritten
+SNAPSHOT_DELAY_S = 1.0  # how long the controls rest before the snapshot trait is refreshed
+SNAPSHOT_TRAIT = "_kl_snapshot"  # the root widget's synced trait the extension saves
 
 
 def new_figure(width: float, height: float):
@@ -66,6 +70,27 @@ def powers_of_two(low: int, high: int) -> list[int]:
     return values
 
 
+_BOX_CLASS = None
+
+
+def explorer_box(children):
+    """The explorer's root widget: an ipywidgets VBox with one more synced trait,
+    `_kl_snapshot`, the current snapshot HTML (the front end's VBoxModel keeps it as model state
+    and its view never reads it)."""
+    global _BOX_CLASS
+    if _BOX_CLASS is None:
+        import ipywidgets as w
+        from traitlets import Unicode
+
+        class ExplorerBox(w.VBox):
+            _kl_snapshot = Unicode("", help="the explorer's current static snapshot (HTML)").tag(
+                sync=True
+            )
+
+        _BOX_CLASS = ExplorerBox
+    return _BOX_CLASS(children)
+
+
 class Explorer:
     """Base of the explorers: subclasses define `compute(**values)`, `draw(data, fig)`,
     `caption(data)`, `title` and `figsize(data)`, and build `self.controls` before calling
@@ -82,13 +107,12 @@ class Explorer:
         self.status = w.HTML()
         rows = layout_rows or [list(self.controls)]
         boxes = [w.HBox([self.controls[name] for name in row]) for row in rows if row]
-        self.widget = w.VBox([*boxes, self.image, self.status])
+        self.widget = explorer_box([*boxes, self.image, self.status])
         self.data = None
         self._png = b""
         self._stale = True
         self._shown = False  # the picture is drawn once the explorer is displayed (or asked for)
-        self._display_ids: list[str] = []  # the outputs showing it, whose snapshots follow it
-        self._pending = None  # the scheduled snapshot update (an asyncio TimerHandle)
+        self._pending = None  # the scheduled snapshot trait refresh (an asyncio TimerHandle)
         self.error: str | None = None
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
@@ -161,37 +185,29 @@ class Explorer:
         first = self.caption(self.data).splitlines()[0] if self.data is not None else ""
         bundle["text/plain"] = f"<{self.title}: {first}>"
         bundle["text/html"] = self.snapshot()
+        self._cancel_pending()
+        setattr(self.widget, SNAPSHOT_TRAIT, bundle["text/html"])
         return bundle
 
-    def _ipython_display_(self) -> None:
-        """Display under a display id, so that later snapshots can replace this output's."""
-        from IPython.display import display
-
-        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
-        if handle is not None:
-            self._display_ids.append(handle.display_id)
-
     def _schedule_snapshot(self) -> None:
-        """Rewrite the displayed snapshots once the controls rest (at once without an event
-        loop: a script, a test)."""
-        if not self._display_ids:
-            return
-        if self._pending is not None:
-            self._pending.cancel()
+        """Refresh the snapshot trait once the controls rest (at once without an event loop: a
+        script, a test). Only the trait changes: the displayed output is never rewritten."""
+        self._cancel_pending()
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._update_snapshots()
+            self._update_snapshot()
             return
-        self._pending = loop.call_later(SNAPSHOT_DELAY_S, self._update_snapshots)
+        self._pending = loop.call_later(SNAPSHOT_DELAY_S, self._update_snapshot)
 
-    def _update_snapshots(self) -> None:
-        from IPython.display import update_display
+    def _cancel_pending(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
 
+    def _update_snapshot(self) -> None:
         self._pending = None
-        bundle = self._repr_mimebundle_()
-        for display_id in self._display_ids:
-            update_display(bundle, raw=True, display_id=display_id)
+        setattr(self.widget, SNAPSHOT_TRAIT, self.snapshot())
 
     def save(self, path: str) -> None:
         """Write the current picture as PNG."""
