@@ -1,5 +1,7 @@
-// Browser test of what a saved notebook shows: an explorer's live widget, then its static
-// snapshot once the notebook is saved and reopened with a new kernel (no widget models); the
+// Browser test of what a saved notebook shows: an explorer's live widget, a control moved
+// (the live view is never rebuilt: no "Loading widget", the control keeps focus), then its
+// static snapshot, with the moved control's value, once the notebook is saved and reopened
+// with a new kernel (no widget models); the
 // viewer of kl.lab.show(CompiledKernel) with its source lines linked; a dataflow graph drawn
 // without Graphviz's `dot` (tests/extension/test_extension.py hides it from the server's PATH);
 // the explorer pictures in the dark theme. Same environment as viewer.test.mjs (KL_NOTEBOOK is
@@ -115,9 +117,54 @@ try {
     await svg.screenshot({ path: path.join(artifacts, 'dataflow-graph-without-dot.png') });
   });
 
-  await step('saved, then reopened with a new kernel: the explorer shows its snapshot', async () => {
+  await step('moving a control redraws the live view in place: no rebuild, focus kept', async () => {
+    const output = cellWith('kl.lab.tile_order').locator('.jp-OutputArea-output').first();
+    // watch the output: any "Loading widget" text, and whether the explorer's root view is replaced
+    await output.evaluate(node => {
+      window.klLoadingSeen = false;
+      const root = node.querySelector('.widget-vbox');
+      root.dataset.klProbe = '1';
+      window.klProbeRoot = root;
+      window.klObserver = new MutationObserver(() => {
+        if (/Loading widget|Error displaying widget/.test(node.textContent)) {
+          window.klLoadingSeen = true;
+        }
+      });
+      window.klObserver.observe(node, { childList: true, subtree: true, characterData: true });
+    });
+    const input = output.locator('.widget-text', { hasText: 'GROUP_SIZE_M' }).locator('input');
+    await input.click();
+    await input.fill('9');
+    await input.press('Enter');
+    await output.locator('.widget-html', { hasText: 'grouped (GROUP_SIZE_M=9)' }).waitFor({ timeout: 60000 });
+    await page.waitForTimeout(2500); // past the kernel's one-second wait before it refreshes the snapshot trait
+    await kernelIdle();
+    const state = await output.evaluate(node => ({
+      loading: window.klLoadingSeen,
+      sameRoot: window.klProbeRoot.isConnected && node.querySelector('.widget-vbox') === window.klProbeRoot,
+      focused: document.activeElement?.tagName === 'INPUT' &&
+        document.activeElement.closest('.widget-text')?.textContent.includes('GROUP_SIZE_M'),
+      snapshotShown: node.querySelector('.kl-widget-snapshot') !== null
+    }));
+    await output.evaluate(() => window.klObserver.disconnect());
+    assert.deepEqual(state, { loading: false, sameRoot: true, focused: true, snapshotShown: false });
+    assert.equal(await input.inputValue(), '9');
+    await output.screenshot({ path: path.join(artifacts, 'explorer-control-moved.png') });
+  });
+
+  await step('saved, then reopened with a new kernel: the explorer shows its last state', async () => {
     await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
     await page.waitForFunction(() => !window.jupyterapp.shell.currentWidget.context.model.dirty, null, { timeout: 30000 });
+    // the file on the server holds the snapshot of the moved control, not the first one
+    const saved = await page.evaluate(async ([name, tok]) => {
+      const r = await fetch(`/api/contents/${name}?content=1&token=${tok}`);
+      const nb = (await r.json()).content;
+      const cell = nb.cells.find(c => c.source.includes('kl.lab.tile_order'));
+      return cell.outputs.map(o => o.data?.['text/html'] ?? '').join('')
+        .replace(/data:image\/png;base64,[^'"]*/g, 'data:image/png;base64,...');
+    }, [notebook, token]);
+    assert.match(saved, /grouped \(GROUP_SIZE_M=9\)/);
+    assert.doesNotMatch(saved, /GROUP_SIZE_M=3/);
     await page.evaluate(() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart());
     await openNotebook();
     const output = cellWith('kl.lab.tile_order').locator('.jp-OutputArea-output').first();
@@ -125,6 +172,7 @@ try {
     await snapshot.waitFor({ timeout: 60000 });
     assert.match(await snapshot.textContent(), /static snapshot/);
     assert.match(await snapshot.textContent(), /row-major loads 90 distinct blocks/);
+    assert.match(await snapshot.textContent(), /grouped \(GROUP_SIZE_M=9\)/, 'the snapshot is not the last state');
     const size = await snapshot.locator('img').evaluate(img => img.naturalWidth);
     assert.ok(size > 100, 'the snapshot picture did not load');
     assert.doesNotMatch(await output.textContent(), /Error displaying widget|Loading widget/);
