@@ -126,7 +126,6 @@ def _reduce(ctx, op):
                 other = [shuffle(ctx, v, I32(1 << i)) for v in acc[key]]
                 acc[key] = combine(acc[key], other)
 
-    out_shape = _out_shape(op)
     warp_bits = _warp_axis_bits(lay, axis)
     scalar = not isinstance(op.result[0].type, TensorType)
 
