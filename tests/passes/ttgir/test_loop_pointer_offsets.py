@@ -59,30 +59,19 @@ def test_a_tile_advanced_by_a_splat_and_a_constant_is_carried_as_an_i64_offset()
     ])  # fmt: skip
 
 
-def test_a_tile_moved_by_different_amounts_per_element_stays_a_tile():
+@pytest.mark.parametrize("advance", [
+    "%q1 = tt.addptr %q, %r : tensor<4x!tt.ptr<f32>>, tensor<4xi32>",  # by a different amount per element
+    "%q1 = tt.addptr %ptrs, %four : tensor<4x!tt.ptr<f32>>, tensor<4xi32>",  # not from the loop's own tile
+], ids=["not-uniform", "not-from-itself"])  # fmt: skip
+def test_a_tile_not_advanced_uniformly_from_itself_stays_a_tile(advance):
     ir = run_on_body(
         loop_pointer_offsets,
-        PROLOGUE + """
-    %out = scf.for %i = %lb to %n step %step iter_args(%q = %ptrs) -> (tensor<4x!tt.ptr<f32>>) : i32 {
-      %q1 = tt.addptr %q, %r : tensor<4x!tt.ptr<f32>>, tensor<4xi32>
-      scf.yield %q1 : tensor<4x!tt.ptr<f32>>
-    }
-    tt.return""",
-        ARGS,
-        changed=False,
-    )
-    check_not(ir, ["i64"])
-
-
-def test_a_tile_that_is_not_advanced_from_itself_stays_a_tile():
-    ir = run_on_body(
-        loop_pointer_offsets,
-        PROLOGUE + """
+        PROLOGUE + f"""
     %four = arith.constant dense<4> : tensor<4xi32>
-    %out = scf.for %i = %lb to %n step %step iter_args(%q = %ptrs) -> (tensor<4x!tt.ptr<f32>>) : i32 {
-      %q1 = tt.addptr %ptrs, %four : tensor<4x!tt.ptr<f32>>, tensor<4xi32>
+    %out = scf.for %i = %lb to %n step %step iter_args(%q = %ptrs) -> (tensor<4x!tt.ptr<f32>>) : i32 {{
+      {advance}
       scf.yield %q1 : tensor<4x!tt.ptr<f32>>
-    }
+    }}
     tt.return""",
         ARGS,
         changed=False,
