@@ -2,9 +2,9 @@
 pass manager.
 
 ttgir stage, TTIR in, TTGIR with the CPU layout out:
-1. convert_to_ttgpuir        warps of one thread: a kernel of 1-D tensors whose ops never
-                             exchange data between threads (decided on its TTIR ops) gets a
-                             warp per 64 consecutive elements (the grid loop runs them one
+1. convert_to_ttgpuir        warps of one thread: a kernel whose ops never exchange data
+                             between threads (decided on its TTIR ops) gets a warp per 64
+                             elements, in runs along the last dim (the grid loop runs them one
                              after another; the lowering refuses a barrier among them), any
                              other one warp holding every tensor whole (no lanes, no warps).
 2. coalesce                  (one warp) memory ops get the layouts whose registers run along
@@ -93,19 +93,49 @@ def _warp_local(module: ModuleOp) -> bool:
     return True
 
 
+def _numel(t) -> int:
+    n = 1
+    for d in t.get_shape():
+        n *= d
+    return n
+
+
+# What a tensor of lower rank than the kernel's tiles may come from when the tiles are split
+# over warps: values each warp can compute for its own part (from scalars and tl.arange), which
+# remove_layout_conversions rematerializes in the layout a broadcast needs.
+_RECOMPUTABLE = {"tt.make_range", "tt.splat", "tt.expand_dims", "tt.addptr"}
+
+
+def _lower_ranks_recomputable(module: ModuleOp, rank: int) -> bool:
+    """Whether every tensor of rank below `rank` is computed from scalars and ranges only. A
+    loaded row, or one carried by a loop, broadcast across a tile split by rows would have to
+    reach every warp: an exchange, which warps run in turn cannot make."""
+    for op in module.walk():
+        lower = [v for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args))
+                 if isinstance(v.type, TensorType) and len(v.type.get_shape()) < rank]  # fmt: skip
+        if not lower:
+            continue
+        if op.regions or not (op.name.startswith(("arith.", "math.")) or op.name in _RECOMPUTABLE):
+            return False
+    return True
+
+
 def _warps_for(module: ModuleOp) -> int:
-    """How many warps a program gets: 1, or for a kernel of 1-D tensors whose ops never
-    exchange data between threads, enough that each holds ELEMENTS_PER_WARP consecutive
-    elements of its widest tensor."""
+    """How many warps a program gets: 1, or for a kernel whose ops never exchange data between
+    threads, enough that each holds about ELEMENTS_PER_WARP elements of its largest tensor
+    (runs of up to that many along the last dim; a 2-D tile's rows are split among the warps,
+    and a row or column operand is held whole by each warp that reads it, as broadcasting
+    needs no exchange)."""
     if not _warp_local(module):
         return 1
-    widest = 1
+    widest, rank = 1, 0
     for op in module.walk():
         for t in op.result_types:
             if isinstance(t, TensorType):
-                if len(t.get_shape()) != 1:  # 2-D tiles keep one warp (rows would need a plan)
-                    return 1
-                widest = max(widest, t.get_shape()[0])
+                widest = max(widest, _numel(t))
+                rank = max(rank, len(t.get_shape()))
+    if rank > 1 and not _lower_ranks_recomputable(module, rank):
+        return 1
     warps = 1
     while warps * 2 <= MAX_WARPS and widest // (warps * 2) >= ELEMENTS_PER_WARP:
         warps *= 2

@@ -50,6 +50,57 @@ def test_an_elementwise_kernel_runs_its_warps_as_a_loop_each_over_a_contiguous_c
     assert np.isnan(out[n:]).all()
 
 
+@kl.jit
+def _scaled_add_2d(x_ptr, y_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    offsets = rows[:, None] * N + cols[None, :]
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x * 2 + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@pytest.mark.parametrize("BM,BN,layout", [
+    (64, 64, "sizePerThread = [1, 64], threadsPerWarp = [1, 1], warpsPerCTA = [64, 1]"),
+    (16, 256, "sizePerThread = [1, 64], threadsPerWarp = [1, 1], warpsPerCTA = [16, 4]"),
+    (128, 16, "sizePerThread = [1, 16], threadsPerWarp = [1, 1], warpsPerCTA = [32, 1]"),
+])  # fmt: skip
+def test_a_2d_elementwise_kernel_splits_its_tile_over_warps_by_rows(rng, BM, BN, layout):
+    """A 2-D tile whose ops never exchange data is split over warps of about 64 elements (the
+    row and column index vectors broadcast inside each warp), not held whole by one thread:
+    a 64x64 tile in one warp is 256 AVX-512 registers' worth and spills. Masked edges on both
+    axes, every element checked."""
+    ck = kl.compile(_scaled_add_2d, signature="*fp32,*fp32,*fp32,i32,i32", constexprs={"BM": BM, "BN": BN},
+                    target="cpu", force=True)  # fmt: skip
+    assert layout in ck.asm["ttgir"]
+    m, n = 3 * BM + 5, 2 * BN + 3
+    x, y = rng.standard_normal((m, n), dtype=np.float32), rng.standard_normal((m, n), dtype=np.float32)
+    out = poison((m + 1, n), np.float32)  # one more row: written by no program
+    _scaled_add_2d[(kl.cdiv(m, BM), kl.cdiv(n, BN))](x, y, out, m, n, BM=BM, BN=BN, target="cpu")
+    np.testing.assert_array_equal(out[:m], x * 2 + y)
+    assert np.isnan(out[m:]).all()
+
+
+@kl.jit
+def _add_row(x_ptr, row_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    offsets = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    row = tl.load(row_ptr + tl.arange(0, BN))  # loaded once, needed by every row of the tile
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + row[None, :])
+
+
+def test_a_tile_that_broadcasts_a_loaded_row_keeps_one_warp(rng):
+    """Split by rows, every warp would need the whole loaded row: an exchange between warps
+    that run in turn. The tile stays whole in one thread (index vectors from tl.arange don't
+    count: each warp recomputes its part)."""
+    ck = kl.compile(_add_row, signature="*fp32,*fp32,*fp32", constexprs={"BM": 64, "BN": 64}, target="cpu",
+                    force=True)  # fmt: skip
+    assert '"ttg.num-warps" = 1' in ck.asm["ttgir"]
+    x, row = rng.standard_normal((64, 64), dtype=np.float32), rng.standard_normal(64, dtype=np.float32)
+    out = poison((64, 64), np.float32)
+    _add_row[(1,)](x, row, out, BM=64, BN=64, target="cpu")
+    np.testing.assert_array_equal(out, x + row[None, :])
+
+
 def test_a_kernel_whose_threads_exchange_data_keeps_one_warp():
     """A reduction combines elements of every warp: softmax stays one thread per program."""
     ck = kl.compile(softmax_kernel, signature="*fp32,*fp32,i32,i32,i32", constexprs={"BLOCK_SIZE": 1024},
