@@ -31,6 +31,7 @@ once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -93,13 +94,6 @@ def _warp_local(module: ModuleOp) -> bool:
     return True
 
 
-def _numel(t) -> int:
-    n = 1
-    for d in t.get_shape():
-        n *= d
-    return n
-
-
 # What a tensor of lower rank than the kernel's tiles may come from when the tiles are split
 # over warps: values each warp can compute for its own part (from scalars and tl.arange), which
 # remove_layout_conversions rematerializes in the layout a broadcast needs.
@@ -132,7 +126,7 @@ def _warps_for(module: ModuleOp) -> int:
     for op in module.walk():
         for t in op.result_types:
             if isinstance(t, TensorType):
-                widest = max(widest, _numel(t))
+                widest = max(widest, math.prod(t.get_shape()))
                 rank = max(rank, len(t.get_shape()))
     if rank > 1 and not _lower_ranks_recomputable(module, rank):
         return 1
