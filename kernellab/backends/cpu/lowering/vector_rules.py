@@ -19,11 +19,11 @@ import llvmlite.ir as ir
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import TensorType
 
-from kernellab.backends.cpu.lowering.vector_math import exp2_f32
+from kernellab.backends.cpu.lowering.vector_math import exp2_f32, log2_f32
 from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, constant_vector, lanes, splat, undefined, vector_type
 from kernellab.backends.llvm import elementwise, memory
 from kernellab.backends.llvm.portable import vector_name
-from kernellab.backends.llvm.elementwise import LOG2E, const_value
+from kernellab.backends.llvm.elementwise import LN2, LOG2E, const_value
 from kernellab.backends.llvm.types import F32, F64, I1, I32, I8, llty, mem_llty
 from kernellab.ir import arith, tt
 from kernellab.ir import math as xmath
@@ -336,8 +336,16 @@ def _rsqrt(ctx, x):
     return ctx.b.fdiv(one, vcall(ctx, "llvm.sqrt", [x]))
 
 
-def _log(base: str):
-    return lambda ctx, x: vcall(ctx, base, [x])
+def _log2(ctx, x):
+    """fp32 written out on the vector (vector_math.py); fp64 from LLVM's intrinsic."""
+    return log2_f32(ctx, x) if x.type.element == F32 else vcall(ctx, "llvm.log2", [x])
+
+
+def _log(ctx, x):
+    """fp32 as log2(x)·ln 2, as the GPUs compute it; fp64 from LLVM's intrinsic."""
+    if x.type.element == F32:
+        return ctx.b.fmul(log2_f32(ctx, x), splat(ctx, ir.Constant(F32, LN2), x.type.count))
+    return vcall(ctx, "llvm.log", [x])
 
 
 def _floats(op) -> bool:
@@ -483,8 +491,8 @@ def rules(debug: bool) -> dict:
     out[arith.SelectOp] = _vector_rule(core[arith.SelectOp], lambda op: isinstance(op.cond.type, TensorType) and takes_vectors(op.result.type))(_select)
     out[arith.NegfOp] = _vector_rule(core[arith.NegfOp], _floats)(_negf)
     out[arith.ConstantOp] = _vector_rule(core[arith.ConstantOp], _constant_accepts)(_constant)
-    math = {xmath.ExpOp: _exp, xmath.Exp2Op: _exp2, xmath.LogOp: _log("llvm.log"),
-            xmath.Log2Op: _log("llvm.log2"), xmath.SqrtOp: _intrinsic("llvm.sqrt"), xmath.RsqrtOp: _rsqrt,
+    math = {xmath.ExpOp: _exp, xmath.Exp2Op: _exp2, xmath.LogOp: _log,
+            xmath.Log2Op: _log2, xmath.SqrtOp: _intrinsic("llvm.sqrt"), xmath.RsqrtOp: _rsqrt,
             tt.PreciseSqrtOp: _intrinsic("llvm.sqrt"), xmath.FloorOp: _intrinsic("llvm.floor"),
             xmath.CeilOp: _intrinsic("llvm.ceil"), xmath.AbsFOp: _intrinsic("llvm.fabs"),
             xmath.TruncOp: _intrinsic("llvm.trunc"), xmath.RoundEvenOp: _intrinsic("llvm.roundeven")}  # fmt: skip
