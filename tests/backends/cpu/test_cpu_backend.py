@@ -233,12 +233,21 @@ def test_reductions_with_a_combine_function_of_every_width(rng, dtype):
 
 
 @kl.jit
-def _exp_kernel(x_ptr, exp2_ptr, exp_ptr, n, BLOCK: tl.constexpr):
+def _transcendentals(x_ptr, exp2_ptr, exp_ptr, log2_ptr, log_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask)
     tl.store(exp2_ptr + offsets, tl.exp2(x), mask=mask)
     tl.store(exp_ptr + offsets, tl.exp(x), mask=mask)
+    tl.store(log2_ptr + offsets, tl.log2(x), mask=mask)
+    tl.store(log_ptr + offsets, tl.log(x), mask=mask)
+
+
+def transcendentals(x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """exp2, exp, log2 and log of fp32 `x` on the CPU backend."""
+    outs = [poison(x.shape, np.float32) for _ in range(4)]
+    _transcendentals[(kl.cdiv(x.size, 1024),)](x, *outs, x.size, BLOCK=1024, target="cpu")
+    return tuple(outs)
 
 
 def test_fp32_exp2_written_on_vectors_is_within_one_ulp_with_ieee_special_cases(rng):
@@ -248,8 +257,7 @@ def test_fp32_exp2_written_on_vectors_is_within_one_ulp_with_ieee_special_cases(
     specials = [np.inf, -np.inf, np.nan, 0.0, -0.0, 127.99, 128.0, -126.0, -149.0, -149.5, -150.0, -151.0, 1e-30]
     x = np.concatenate([rng.uniform(-160, 140, 40_000), rng.uniform(-1, 1, 20_000), specials,
                         np.arange(-152, 130, 0.125)]).astype(np.float32)  # fmt: skip
-    exp2, exp = poison(x.shape, np.float32), poison(x.shape, np.float32)
-    _exp_kernel[(kl.cdiv(x.size, 1024),)](x, exp2, exp, x.size, BLOCK=1024, target="cpu")
+    exp2, exp, _, _ = transcendentals(x)
     with np.errstate(over="ignore", invalid="ignore"):
         want = np.exp2(x.astype(np.float64))
         ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
@@ -265,15 +273,6 @@ def test_fp32_exp2_written_on_vectors_is_within_one_ulp_with_ieee_special_cases(
     assert np.all(np.abs(exp[moderate] - want_exp) <= bound)
 
 
-@kl.jit
-def _log_kernel(x_ptr, log2_ptr, log_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    tl.store(log2_ptr + offsets, tl.log2(x), mask=mask)
-    tl.store(log_ptr + offsets, tl.log(x), mask=mask)
-
-
 def test_fp32_log2_written_on_vectors_stays_within_a_few_ulps_with_ieee_special_cases(rng):
     """fp32 log2 on whole vectors (vector_math.py): within 2 ulps of float64's over every
     binade, subnormals included, and near 1, where the result is tiny and only a careful
@@ -282,8 +281,7 @@ def test_fp32_log2_written_on_vectors_stays_within_a_few_ulps_with_ieee_special_
     specials = np.array([0.0, -0.0, -1.0, -np.inf, np.nan, np.inf, 1.0, 2.0, 0.5, 2.0**-149, 2.0**-126], np.float32)
     x = np.concatenate([2.0 ** rng.uniform(-149, 128, 40_000), rng.uniform(0.5, 2, 20_000),
                         1 + rng.uniform(-2e-3, 2e-3, 20_000), specials]).astype(np.float32)  # fmt: skip
-    log2, log = poison(x.shape, np.float32), poison(x.shape, np.float32)
-    _log_kernel[(kl.cdiv(x.size, 1024),)](x, log2, log, x.size, BLOCK=1024, target="cpu")
+    _, _, log2, log = transcendentals(x)
     with np.errstate(divide="ignore", invalid="ignore"):
         want2, want = np.log2(x.astype(np.float64)), np.log(x.astype(np.float64))
     regular = np.isfinite(want2) & (want2 != 0)
