@@ -1,12 +1,26 @@
-"""A walk over structured control flow in program order, for passes and analyses that carry
-facts from definitions to uses: scf.for, scf.if and scf.while each go to a method of their own
-(their block arguments and results are tied to values inside them); every other op to `other`.
+"""Structured control flow for passes: a walk in program order, for passes and analyses that
+carry facts from definitions to uses (scf.for, scf.if and scf.while each go to a method of their
+own, their block arguments and results being tied to values inside them; every other op to
+`other`), and `reinitialized_for`, for passes that change what a loop carries.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+
+def reinitialized_for(loop: scf.ForOp, inits: list[SSAValue]) -> scf.ForOp:
+    """A new scf.for, inserted before `loop`, that runs `loop`'s body (moved, not copied) from
+    `inits`. The caller has already changed the body's arguments and yield to match, and maps
+    `loop`'s results onto the new loop's before erasing `loop` (an scf.for's carried types are
+    fixed when it is built, so a pass that adds or retypes one builds the loop anew)."""
+    body = Rewriter.move_region_contents_to_new_regions(loop.body)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, body)
+    new_loop.attributes.update(loop.attributes)
+    Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+    return new_loop
 
 
 class StructuredWalk:

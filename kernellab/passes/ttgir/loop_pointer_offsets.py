@@ -24,6 +24,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from kernellab.ir import arith, tt
 from kernellab.passes.folding import splat_of
 from kernellab.passes.rewrite import Rewrites
+from kernellab.passes.structured import reinitialized_for
 
 NAME = "loop-pointer-offsets"
 
@@ -94,10 +95,7 @@ def _rewrite(loop: scf.ForOp) -> int:
         rebuilt.append((i, start))
     Rewriter.replace_op(yield_op, scf.YieldOp(*yields))
 
-    new_body = Rewriter.move_region_contents_to_new_regions(loop.body)
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, new_body)
-    new_loop.attributes.update(loop.attributes)
-    Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+    new_loop = reinitialized_for(loop, inits)
     rebuilt_at = {i: start for i, start in rebuilt}
     after = InsertPoint.after(new_loop)
     for i, (old, new) in enumerate(zip(loop.results, new_loop.results)):

@@ -44,6 +44,7 @@ from xdsl.traits import is_side_effect_free
 
 from kernellab.ir import arith, tt, ttg, ttng
 from kernellab.passes.rewrite import Rewrites
+from kernellab.passes.structured import reinitialized_for
 from kernellab.passes.ttgir import axis_info
 from kernellab.passes.ttgir.axis_info import element_bytes
 
@@ -374,17 +375,14 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         counters.append(_advance(at_end, write_slot, slots))
     Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *counters))
 
-    new_body = Rewriter.move_region_contents_to_new_regions(loop.body)
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, new_body)
-    new_loop.attributes.update(loop.attributes)
-    Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+    new_loop = reinitialized_for(loop, inits)
     for old, new in zip(loop.results, new_loop.results):
         old.replace_all_uses_with(new)
     Rewriter.erase_op(loop)
 
     drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
     if async_dot is not None:  # the last dot may still run: wait before the result is read
-        index = next(i for i, v in enumerate(new_body.block.last_op.operands) if v.owner is async_dot.next_wait)
+        index = next(i for i, v in enumerate(new_loop.body.block.last_op.operands) if v.owner is async_dot.next_wait)
         result = new_loop.results[index]
         final = ttng.WarpGroupDotWaitOp(result, 0)
         result.replace_uses_with_if(final.result, lambda use: use.operation is not final)
