@@ -8,7 +8,8 @@ Triton: TRITON_CACHE_DIR), for sm_90 (kernellab compiles without a GPU; Triton n
 warps, every pointer 16-byte aligned; the time is the compile call alone (imports excluded),
 ptxas included. Block sizes 2^10 ... 2^16, then 2^20 (Triton's largest tensor) and 2^21, which
 both compilers must refuse at once. A compile past --limit is killed and reported as such.
-Results: benchmarks/results/compile-scaling-<host>-<date>.json (and $OUT/ when OUT is set).
+Results: benchmarks/results/compile-scaling-<machine>-<date>-<compilers>.json (and $OUT/ when OUT is
+set), <machine> naming the GPUs and the cores the compiles ran on.
 """
 
 import argparse
@@ -126,12 +127,26 @@ def main() -> None:
                           if r and r.get("detail"))  # fmt: skip
         print(f"{block:>9} {cell(ours):>11} {cell(theirs):>11}  {notes}", flush=True)
         rows.append({"block": block, "kernellab": ours, "triton": theirs})
-    results = {"host": platform.node(), "date": datetime.date.today().isoformat(), "target": "sm_90",
+    host = machine()
+    results = {"host": host, "date": datetime.date.today().isoformat(), "target": "sm_90",
                "limit_s": opts.limit, "rows": rows}  # fmt: skip
-    name = f"compile-scaling-{platform.node()}-{results['date']}-{opts.compilers.replace(',', '-')}.json"
+    slug = host.split(" (")[0].lower().replace(" ", "-")
+    name = f"compile-scaling-{slug}-{results['date']}-{opts.compilers.replace(',', '-')}.json"
     for folder in filter(None, [ROOT / "benchmarks" / "results", os.environ.get("OUT")]):
         Path(folder).mkdir(parents=True, exist_ok=True)
         (Path(folder) / name).write_text(json.dumps(results, indent=1))
+
+
+def machine() -> str:
+    """The GPUs (from nvidia-smi) and the CPU cores: host names say nothing on lent machines."""
+    try:
+        names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=30).stdout.split("\n")
+        names = [n.strip() for n in names if n.strip()]
+    except (OSError, subprocess.SubprocessError):
+        names = []
+    gpus = f"{len(names)} x {names[0]}" if names else platform.node()
+    return f"{gpus} ({os.cpu_count()} cores)"
 
 
 if __name__ == "__main__":
