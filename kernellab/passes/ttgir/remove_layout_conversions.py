@@ -15,6 +15,12 @@ shared memory or shuffles. Three rewrites, repeated while they help:
    moving data. Loads, reductions, dots and loop-carried values are never recomputed.
 3. Fold: convert(x: A -> A) is x; convert(convert(x)) converts once.
 
+A conversion costs by where it runs: one inside a loop runs every iteration, so it weighs
+LOOP_WEIGHT times one outside it (per nesting level). That is what lets attention's softmax
+follow its dot's MMA layout: the loop body loses its conversions, and the one put back before
+the epilogue's store runs once. A `ttg.local_alloc` stores any distributed layout into shared
+memory, so a value written there follows the moved layout and needs no conversion back.
+
 The layouts coalesce chose for loads and stores never change: memory ops are fixed points.
 Dead ops left behind are erased. Each rewrite is a named pattern of the rewrite engine, swept
 over the conversions in rounds (forward, backward, fold): sink-conversion, carry-in-layout,
@@ -38,6 +44,7 @@ NAME = "remove_layout_conversions"
 
 MAX_DUPLICATED = 32  # ops recomputed for one conversion that stay alive in both layouts
 MAX_REMATERIALIZED = 1024  # ops recomputed for one conversion (the others die)
+LOOP_WEIGHT = 16  # a conversion inside a loop counts this many times one just outside it
 
 _SOURCES = (arith.ConstantOp, tt.MakeRangeOp, tt.SplatOp)
 
@@ -146,6 +153,8 @@ class _ForwardPlan:
                 user, index = use.operation, use.index
                 if isinstance(user, ttg.ConvertLayoutOp):
                     continue  # converts from the new layout instead
+                if isinstance(user, ttg.LocalAllocOp):
+                    continue  # stores the new layout into the same buffer
                 tied = _loop_tie(user, index)
                 if tied is not None:
                     work.append((tied[0].body.block.args[1 + tied[1]], layout))
@@ -177,15 +186,18 @@ class _ForwardPlan:
         ]
 
     def worth_it(self) -> bool:
-        removed = (self.convert is not None) + sum(
-            1
+        """Whether the conversions the move removes cost more than those it adds, each weighed
+        by how often it runs (its loop depth)."""
+        removed = (_cost(self.convert) if self.convert is not None else 0) + sum(
+            _cost(use.operation)
             for value, layout in self.layouts.items()
             for use in value.uses
             if isinstance(use.operation, ttg.ConvertLayoutOp)
             and _layout(use.operation.result) == layout
         )
-        added = len(self.boundary) + sum(
-            0 if _cheap_to_convert(op.operands[i], layout) else 1 for op, i, layout in self.inputs()
+        added = sum(_cost(_definition_point(value)) for value in self.boundary) + sum(
+            0 if _cheap_to_convert(op.operands[i], layout) else _cost(op)
+            for op, i, layout in self.inputs()
         )
         return added < removed
 
@@ -211,6 +223,23 @@ class _ForwardPlan:
             )
             if not converted.uses:
                 Rewriter.erase_op(self.convert)
+
+
+def _cost(op: Operation) -> int:
+    """What a conversion placed at `op` costs: LOOP_WEIGHT per loop around it."""
+    depth, parent = 0, op.parent_op()
+    while parent is not None and not isinstance(parent, ModuleOp):
+        depth += isinstance(parent, (scf.ForOp, scf.WhileOp))
+        parent = parent.parent_op()
+    return LOOP_WEIGHT**depth
+
+
+def _definition_point(value: SSAValue) -> Operation:
+    """An op where a conversion of `value` right after its definition sits (for a block
+    argument, the block's first op: inside the loop whose argument it is)."""
+    if isinstance(value, OpResult):
+        return value.op
+    return value.block.first_op or value.block.parent_op()
 
 
 def _carried(value: SSAValue) -> tuple[scf.ForOp, int] | None:
