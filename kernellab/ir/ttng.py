@@ -1,9 +1,11 @@
 """The `ttng` dialect (Triton's TritonNvidiaGPU): ops only NVIDIA's Hopper tensor cores have.
 
 `ttng.warp_group_dot %a, %b, %c : !ttg.memdesc<...> * !ttg.memdesc<...> -> tensor<...>` is a
-dot on wgmma: both operands are read by the tensor cores straight from shared memory (through
+dot on wgmma: the operands are read by the tensor cores straight from shared memory (through
 descriptors of their #ttg.nvmma_shared layouts), the accumulator is in an MMA v3 layout, and
-each group of 4 warps (a warp group) computes 64 rows of it. With `isAsync` the dot only
+each group of 4 warps (a warp group) computes 64 rows of it. A may instead be a register tensor
+in `#ttg.dot_op<{opIdx = 0, parent = #mma}>` (a value the kernel computed, such as attention's
+probabilities, which then never goes through shared memory). With `isAsync` the dot only
 starts; `ttng.warp_group_dot_wait` says when its result (and its buffers) may be used.
 """
 
@@ -14,6 +16,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, UnitAttr, i32
 from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import (
+    AnyOf,
     BaseAttr,
     VarConstraint,
     IRDLOperation,
@@ -33,7 +36,7 @@ from kernellab.ir.ttg import MemDescType
 @irdl_op_definition
 class WarpGroupDotOp(IRDLOperation):
     name = "ttng.warp_group_dot"
-    a = operand_def(MemDescType)
+    a = operand_def(AnyOf([BaseAttr(MemDescType), BaseAttr(TensorType)]))
     b = operand_def(MemDescType)
     T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
     c = operand_def(T)

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
@@ -213,14 +213,26 @@ def _to_mma_v3(op: tt.DotOp, rewriter: PatternRewriter) -> bool:
     if not _on_fma(op) or _why_not(op, _arch(ttg.target(module))) or mma_v3.why_not(op, num_warps):
         return False
     old_converts = [v.owner for v in op.operands]
-    allocs, mma = mma_v3.to_warp_group_dot(op, num_warps)
-    for alloc in allocs:
-        rewriter.insert(alloc, InsertPoint.before(op))
+    staged, mma = mma_v3.to_warp_group_dot(op, num_warps)
+    for staging in staged:
+        rewriter.insert(staging, _staging_point(staging.operands[0], op))
     acc = convert_before(_unconverted(op.c), mma, op)
-    dot = mma_v3.warp_group_dot(allocs, acc, op)
+    dot = mma_v3.warp_group_dot(staged, acc, op)
     rewriter.replace(op, [dot, ttg.ConvertLayoutOp(dot.d, op.d.type)])
     _erase_unused_conversions(old_converts, rewriter)
     return True
+
+
+def _staging_point(value: SSAValue, dot: Operation) -> InsertPoint:
+    """Where an operand is staged for the dot (written to shared memory, or converted to its
+    register layout): before the dot, or right after its definition when that lies outside
+    the dot's block (a loop-invariant operand, such as attention's Q tile, is staged once
+    instead of every iteration)."""
+    if isinstance(value, OpResult) and value.op.parent_block() is not dot.parent_block():
+        return InsertPoint.after(value.op)
+    if isinstance(value, BlockArgument) and value.block is not dot.parent_block():
+        return InsertPoint.at_start(value.block)
+    return InsertPoint.before(dot)
 
 
 def _erase_unused_conversions(owners, rewriter: PatternRewriter) -> None:

@@ -8,12 +8,16 @@ tile's N over the warps along N, at most 256) is a multiple of 8; K is a multipl
 instruction's K (16 for 16-bit operands, 32 for fp8) and each operand's contiguous dim spans at
 least 32 bytes (the narrowest swizzle). warpsPerCTA puts warps along M first (as many as M holds, in fours), the rest along N.
 
-The rewrite stages both operands into shared memory as they come from their loads
+The rewrite stages the operands into shared memory as they come from their loads
 (`ttg.local_alloc` into a #ttg.nvmma_shared layout: the contiguous dim of the load stays
 contiguous, cut into blocks of the widest swizzle it fills, 128, 64 or 32 bytes) and replaces
-the dot by `ttng.warp_group_dot` on the two buffers with an accumulator in
+the dot by `ttng.warp_group_dot` on the buffers with an accumulator in
 `#ttg.nvidia_mma<{versionMajor = 3, ..., instrShape = [16, N, 16]}>`. The tensor cores then
-read the buffers through descriptors; no operand passes through registers.
+read the buffers through descriptors. A 16-bit operand A that the kernel computes rather than
+loads (attention's probabilities P, cast from the first dot's accumulator) stays in registers,
+as Triton keeps it: converted to `#ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>`, which
+holds each thread's accumulator elements where they already are, so P never goes through
+shared memory and no barrier waits for it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
 )
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from kernellab.ir import tt, ttg, ttng
 
@@ -80,19 +84,51 @@ def instr_n(n: int, wn: int) -> int:
     return min(MAX_INSTR_N, n // wn)
 
 
-def to_warp_group_dot(op: tt.DotOp, num_warps: int) -> list:
-    """The ops replacing `op`: the operands' local_allocs, the warp-group dot (and the caller
-    converts its result back to the old layout)."""
+def to_warp_group_dot(op: tt.DotOp, num_warps: int) -> tuple[list[Operation], ttg.NvidiaMmaEncodingAttr]:
+    """The ops that stage `op`'s operands (the caller inserts them), A's first and B's last,
+    and the accumulator's layout. A is a local_alloc, or a conversion to its register layout
+    when `a_in_registers`; B is always a local_alloc."""
     m, n = op.d.type.get_shape()
     wm, wn = warps_per_tile(m, n, num_warps)
     k = instruction_k(op.a.type.element_type)
     mma = ttg.NvidiaMmaEncodingAttr(3, 0, [wm, wn], [16, instr_n(n, wn), k])
-    allocs = [ttg.LocalAllocOp(_nvmma_memdesc(_unconverted(v)), _unconverted(v)) for v in (op.a, op.b)]
-    return allocs, mma
+    a, b = _unconverted(op.a), _unconverted(op.b)
+    if a_in_registers(op):
+        layout = ttg.DotOperandEncodingAttr(0, mma, 32 // a.type.element_type.bitwidth)
+        staged_a = ttg.ConvertLayoutOp(a, ttg.with_encoding(a.type, layout))
+    else:
+        staged_a = ttg.LocalAllocOp(_nvmma_memdesc(a), a)
+    return [staged_a, ttg.LocalAllocOp(_nvmma_memdesc(b), b)], mma
 
 
-def warp_group_dot(allocs, acc: SSAValue, op: tt.DotOp) -> ttng.WarpGroupDotOp:
-    dot = ttng.WarpGroupDotOp(allocs[0].result, allocs[1].result, acc, op.input_precision.data)
+def a_in_registers(op: tt.DotOp) -> bool:
+    """A 16-bit A computed from an earlier dot's result (attention's P from QKᵀ): the MMA
+    accumulator layout already holds it where wgmma's register operand wants it. Anything
+    else (a loaded tile, or math on one) is written to shared memory once and read there by
+    the tensor cores, which costs less than a round trip into the register operand."""
+    a = _unconverted(op.a)
+    return isinstance(a.type.element_type, HALF) and _computed_from_dot(a)
+
+
+def _computed_from_dot(value: SSAValue, limit: int = 256) -> bool:
+    """Whether the ops producing `value` in its block reach a dot's result."""
+    block = value.owner.parent_block() if isinstance(value.owner, Operation) else None
+    seen, work = set(), [value]
+    while work and len(seen) < limit:
+        owner = work.pop().owner
+        if not isinstance(owner, Operation) or owner in seen or owner.parent_block() is not block:
+            continue
+        if isinstance(owner, (tt.DotOp, ttng.WarpGroupDotOp, ttng.WarpGroupDotWaitOp)):
+            return True
+        if isinstance(owner, tt.LoadOp):
+            continue
+        seen.add(owner)
+        work += owner.operands
+    return False
+
+
+def warp_group_dot(staged: list[Operation], acc: SSAValue, op: tt.DotOp) -> ttng.WarpGroupDotOp:
+    dot = ttng.WarpGroupDotOp(staged[0].results[0], staged[1].results[0], acc, op.input_precision.data)
     dot.location = op.location
     return dot
 

@@ -4,7 +4,10 @@ A dot operand layout holds every element of A's rows (or B's columns) in many th
 converting a register tensor into it means each element is read by several threads. Doing that
 explicitly — `ttg.local_alloc` of the source (each element written once) then `ttg.local_load`
 into the dot-operand layout — makes the shared-memory traffic visible to the lowering's memory
-allocator and barrier placement, as in Triton.
+allocator and barrier placement, as in Triton. A conversion in which every thread already holds
+the elements it needs (an MMA v3 accumulator into the register A operand of the next
+warp-group dot: attention's P) moves nothing between threads and stays a conversion into an MMA
+operand, done in registers.
 
 Shared layout: the swizzle kernellab.layouts.best_swizzle picks (fewest bank-conflict
 wavefronts) for the accesses the lowering makes — the one rule the lab's swizzle explorer
@@ -23,7 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import ttg
-from kernellab.layouts import LinearLayout, best_swizzle, from_encoding, ldmatrix_access
+from kernellab.layouts import LinearLayout, best_swizzle, conversion_plan, from_encoding, ldmatrix_access
 from kernellab.passes.ttgir.axis_info import element_bytes
 
 NAME = "reduce_data_duplication"
@@ -40,6 +43,8 @@ def run(module: ModuleOp) -> bool:
         ):
             continue
         shape = op.src.type.get_shape()
+        if isinstance(dst.parent, ttg.NvidiaMmaEncodingAttr) and _thread_local(src, dst, shape):
+            continue  # (the FMA dot reads its operands from shared memory in its K loop)
         memdesc = ttg.MemDescType(
             shape, op.src.type.element_type, shared_encoding(src, dst, shape, element_bytes(op.src.type))
         )
@@ -48,6 +53,12 @@ def run(module: ModuleOp) -> bool:
         Rewriter.replace_op(op, [alloc, load])
         changed = True
     return changed
+
+
+def _thread_local(src, dst, shape) -> bool:
+    """Whether each thread already holds every element it needs in `dst`."""
+    plan = conversion_plan(from_encoding(src, shape), from_encoding(dst, shape), suggest_swizzle=False)
+    return plan.kind in ("noop", "registers")
 
 
 def shared_encoding(src, dst: ttg.DotOperandEncodingAttr, shape, elem_bytes: int):

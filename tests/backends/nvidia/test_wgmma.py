@@ -9,6 +9,7 @@ import re
 import pytest
 
 import kernellab as kl
+import kernellab.language as tl
 from kernellab.examples import matmul_kernel
 from kernellab.layouts import nvmma_shared
 from tests.filecheck import check
@@ -87,3 +88,64 @@ def test_fp8_dots_with_k_major_operands_run_on_wgmma_k32():
 def test_fp8_with_a_row_major_b_stays_on_mma_sync_and_says_why():
     ck = compile_matmul(128, 128, 64, 4, 3, signature="*fp8e4nv,*fp8e4nv,*fp16,i32,i32,i32,i32,i32,i32")
     assert "mma.sync.aligned.m16n8k32" in ck.asm["ptx"] and "wgmma" not in ck.asm["ptx"]
+
+
+@kl.jit
+def chained_dot(a_ptr, b_ptr, c_ptr, d_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """D = softmax-like(A · B) · C: the second dot's A is computed from the first one's result
+    (attention's shape: P = f(Q Kᵀ), then P V)."""
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * K + rk[None, :])
+    s = tl.dot(a, b)
+    p = tl.math.exp2(s - tl.max(s, 1)[:, None]).to(tl.float16)
+    c = tl.load(c_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(d_ptr + rm[:, None] * N + rn[None, :], tl.dot(p, c))
+
+
+REGISTER_A_CASES = [(64, 64, 32, 4), (128, 64, 64, 8), (64, 256, 32, 8), (128, 128, 64, 4)]
+
+
+def compile_chained_dot(m, n, k, warps):
+    return kl.compile(chained_dot, signature="*fp16,*fp16,*fp16,*fp32", constexprs=dict(M=m, N=n, K=k),
+                      target="sm_90a", num_warps=warps)  # fmt: skip
+
+
+@pytest.mark.parametrize("case", REGISTER_A_CASES, ids=lambda c: "x".join(map(str, c)))
+def test_an_operand_a_computed_from_a_dot_stays_in_registers_for_wgmma(case):
+    ck = compile_chained_dot(*case)
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    first, second = [line for line in ttgir.splitlines() if "ttng.warp_group_dot" in line]
+    assert "!ttg.memdesc" in first.split(":")[1].split("*")[0]  # loaded A: from shared memory
+    assert "#ttg.dot_op<{opIdx = 0" in second.split(":")[1].split("*")[0]  # P: in registers
+    m, _, _, warps = case
+    if warps == 4 or m >= 128:  # the first dot's warps all along M: P stays where it was computed
+        assert "ttg.local_load" not in ttgir
+    else:  # its warps split N, so P's rows cross warps and go through shared memory once
+        assert "ttg.local_load" in ttgir
+    # four .b32 registers of A per instruction
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16 \{[^}]*\}, "
+                     r"\{%r\d+, %r\d+, %r\d+, %r\d+\}", ptx)  # fmt: skip
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+def test_attention_keeps_its_loop_in_the_mma_layouts_and_p_in_registers():
+    from kernellab.examples import attention_fwd_kernel
+
+    ones = dict(stride_qk=1, stride_kk=1, stride_vk=1, stride_ok=1)
+    constexprs = dict(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, CAUSAL=False, **ones)
+    runtime = [n for n in attention_fwd_kernel.arg_names if n not in constexprs]
+    signature = {n: "*fp16" if n in ("Q", "K", "V", "Out") else "fp32" if n == "sm_scale" else "i32" for n in runtime}
+    attrs = {n: ALIGNED for n in runtime if n not in ("sm_scale", "H")}
+    ck = kl.compile(attention_fwd_kernel, signature=signature, constexprs=constexprs, attrs=attrs,
+                    target="sm_90a", num_warps=8, num_stages=3)  # fmt: skip
+    ttgir = ck.asm["ttgir"]
+    before, loop = ttgir.split("scf.for", 1)
+    loop = loop.split("scf.yield")[0]
+    assert "ttg.local_alloc %q" in before  # Q is staged once, before the loop
+    # the softmax follows the dots' MMA layout: the only conversion in the loop is P's, into
+    # the register operand (thread-local), none through shared memory
+    converts = [line for line in loop.splitlines() if "ttg.convert_layout" in line]
+    assert len(converts) == 1 and "#ttg.dot_op<{opIdx = 0" in converts[0]
+    assert "ttg.local_alloc %" not in loop and "ttg.local_load" not in loop
+    assert ck.metadata["spills"] == 0

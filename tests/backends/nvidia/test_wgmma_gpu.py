@@ -87,3 +87,28 @@ def test_fp8_wgmma_matmul_matches_float64(torch, config, a_dtype, b_dtype):
     ref = a64 @ b64
     bound = (K // 32) * 2.0**-13 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
     assert np.all(np.abs(c.float().cpu().numpy() - ref) <= bound)
+
+
+@pytest.mark.parametrize("case", [(64, 64, 32, 4), (128, 64, 64, 8), (64, 256, 32, 8), (128, 128, 64, 4)],
+                         ids=lambda c: "x".join(map(str, c)))  # fmt: skip
+def test_wgmma_with_a_register_operand_matches_float64(torch, case):
+    """The second dot of a chain reads P (computed from the first dot) from registers."""
+    from tests.backends.nvidia.test_wgmma import chained_dot
+
+    m, n, k, warps = case
+    rng = np.random.default_rng()
+    a, b, c = (rng.standard_normal(shape).astype(np.float16) for shape in ((m, k), (k, k), (k, n)))
+    d = torch.full((m, n), float("nan"), device="cuda")
+    compiled = chained_dot[(1,)](*(torch.from_numpy(x).cuda() for x in (a, b, c)), d, M=m, N=n, K=k,
+                                 num_warps=warps)  # fmt: skip
+    torch.cuda.synchronize()
+    assert "#ttg.dot_op<{opIdx = 0" in compiled.asm["ttgir"].split("ttng.warp_group_dot")[2].split("*")[0]
+    s = a.astype(np.float64) @ b.astype(np.float64)
+    p64 = np.exp2(s - s.max(axis=1, keepdims=True))
+    # the kernel rounds s (fp32 accumulation) and P (to fp16) before the second dot
+    p16 = np.exp2(np.float32(s) - np.float32(s).max(axis=1, keepdims=True)).astype(np.float16).astype(np.float64)
+    ref = p16 @ c.astype(np.float64)
+    bound = (k + 1) * 2.0**-24 * (np.abs(p16) @ np.abs(c.astype(np.float64))) + 1e-3 * (np.abs(p64) @ np.abs(c.astype(np.float64))) + 1e-6
+    got = d.cpu().numpy().astype(np.float64)
+    bad = ~(np.abs(got - ref) <= bound)
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"

@@ -1,4 +1,4 @@
-"""ttng.warp_group_dot on Hopper's tensor cores: wgmma.mma_async with both operands read from
+"""ttng.warp_group_dot on Hopper's tensor cores: wgmma.mma_async with B (and usually A) read from
 shared memory through matrix descriptors (sm_90a).
 
 Each warp group (4 consecutive warps) computes 64 rows of the tile per instruction
@@ -10,6 +10,11 @@ accumulator register that is). Each K step issues one instruction per 64-row rep
 N repeat; the steps run between `wgmma.fence` and one `commit_group`, then `wait_group 0`, or,
 for an asynchronous dot, nothing: a `ttng.warp_group_dot_wait` later waits (wait_group N with
 the accumulator's registers passed through it, so nothing reads them earlier).
+
+A register operand A (#ttg.dot_op with the MMA v3 parent) is passed as four .b32 registers per
+instruction, each two consecutive K elements: per warp the fragment of mma.sync's m16n8k16 A,
+a_i at row 8*(i & 1) and columns 8*(i >> 1) + {0, 1} of the thread's part of the 16x16 slice
+(the layout's register bases say which registers those are).
 
 Descriptors (PTX ISA, "Matrix Descriptor Format"): start address, leading and stride byte
 offsets and the swizzle mode of the operand's #ttg.nvmma_shared buffer. The buffer is cut along
@@ -50,19 +55,22 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     lay = ctx.lay(op.d.type)
     regs = list(ctx.regs(op.c, lay))
 
+    a_in_registers = not isinstance(op.a.type, ttg.MemDescType)
     ctx.asm(ir.VoidType(), FENCE_ASYNC_PROXY, "", [], side_effect=True)
-    ctx.smem_access(buffer_interval(ctx, op.a), write=False)
+    if not a_in_registers:
+        ctx.smem_access(buffer_interval(ctx, op.a), write=False)
     ctx.smem_access(buffer_interval(ctx, op.b), write=False)
 
     warp_m = b.and_(ctx.warp, I32(wm - 1))  # warps are numbered along M first (MMA v3)
     group_row = b.shl(b.lshr(warp_m, I32(2)), I32(6))  # 64 rows per warp group
     warp_col = b.mul(b.lshr(ctx.warp, I32(_log2(wm))), I32(n_instr))
-    a_desc = _Descriptor(ctx, op.a, k_dim=1)
+    a_operand = _RegisterA(ctx, op.a) if a_in_registers else _Descriptor(ctx, op.a, k_dim=1)
     b_desc = _Descriptor(ctx, op.b, k_dim=0)
     kinds = [_KINDS[type(v.type.element_type)] for v in (op.a, op.b)]
-    text = _instruction_text(n_instr, k_instr, kinds, a_desc.transposed, b_desc.transposed)
+    text = _instruction_text(n_instr, k_instr, kinds, a_operand.transposed, b_desc.transposed, a_in_registers)
     count = n_instr // 2
-    constraints = ",".join(["=f"] * count + ["l", "l"] + [str(i) for i in range(count)])
+    a_constraints = ["r"] * 4 if a_in_registers else ["l"]
+    constraints = ",".join(["=f"] * count + a_constraints + ["l"] + [str(i) for i in range(count)])
     result_type = ir.LiteralStructType([F32] * count)
 
     ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
@@ -73,7 +81,8 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
                 cols = b.add(warp_col, I32(n_rep))
                 slots = [_register(lay, m_rep + 8 * ((i >> 1) & 1), n_rep + (i & 1) + 8 * (i >> 2))
                          for i in range(count)]  # fmt: skip
-                args = [a_desc.at(rows, I32(kk)), b_desc.at(I32(kk), cols)] + [regs[r] for r in slots]
+                a_args = a_operand.fragment(m_rep, kk) if a_in_registers else [a_operand.at(rows, I32(kk))]
+                args = a_args + [b_desc.at(I32(kk), cols)] + [regs[r] for r in slots]
                 out = ctx.asm(result_type, text, constraints, args, side_effect=True)
                 for i, r in enumerate(slots):
                     regs[r] = b.extract_value(out, i)
@@ -99,15 +108,24 @@ def _wait(ctx, regs: list, pendings: int) -> list:
     return [ctx.b.extract_value(out, i) for i in range(count)]
 
 
-def _instruction_text(n_instr: int, k_instr: int, kinds, trans_a: bool, trans_b: bool) -> str:
-    """16-bit operands take the transpose immediates; fp8 ones are K-major only and take none."""
+def _instruction_text(n_instr: int, k_instr: int, kinds, trans_a: bool, trans_b: bool,
+                      a_in_registers: bool = False) -> str:  # fmt: skip
+    """16-bit operands take the transpose immediates (a register A none of its own); fp8 ones
+    are K-major only and take none."""
     count = n_instr // 2
     outs = ",".join(f"${i}" for i in range(count))
-    transposes = "" if "e4m3" in kinds or "e5m2" in kinds else f", {int(trans_a)}, {int(trans_b)}"
+    if "e4m3" in kinds or "e5m2" in kinds:
+        transposes = ""
+    elif a_in_registers:
+        transposes = f", {int(trans_b)}"
+    else:
+        transposes = f", {int(trans_a)}, {int(trans_b)}"
+    a_text = f"{{${count}, ${count + 1}, ${count + 2}, ${count + 3}}}" if a_in_registers else f"${count}"
+    b_index = count + (4 if a_in_registers else 1)
     return (
         "{ .reg .pred p; setp.eq.u32 p, 1, 1; "
         f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k_instr}.f32.{kinds[0]}.{kinds[1]} "
-        f"{{{outs}}}, ${count}, ${count + 1}, p, 1, 1{transposes}; }}"
+        f"{{{outs}}}, {a_text}, ${b_index}, p, 1, 1{transposes}; }}"
     )
 
 
@@ -115,6 +133,31 @@ def _register(lay, row: int, col: int) -> int:
     """The accumulator register holding (row, col) of the register part of the layout."""
     flat = (row << lay.dim_shift(0)) | (col << lay.dim_shift(1))
     return lay.reg_of_flat[flat]
+
+
+class _RegisterA:
+    """Operand A held in registers (#ttg.dot_op, opIdx 0, MMA v3 parent, 16-bit elements)."""
+
+    transposed = False
+
+    def __init__(self, ctx, value):
+        self.ctx = ctx
+        self.lay = ctx.lay(value.type)
+        self.regs = list(ctx.regs(value, self.lay))
+
+    def fragment(self, m_rep: int, kk: int) -> list:
+        """The four .b32 registers of the instruction at rows m_rep.., columns kk..: a_i holds
+        row 8*(i & 1), columns 8*(i >> 1) + {0, 1} of the thread's part."""
+        b = self.ctx.b
+        out = []
+        for i in range(4):
+            row, col = m_rep + 8 * (i & 1), kk + 8 * (i >> 1)
+            pair = [self.regs[_register(self.lay, row, col + c)] for c in (0, 1)]
+            vector = ir.Constant(ir.VectorType(pair[0].type, 2), ir.Undefined)
+            for c, value in enumerate(pair):
+                vector = b.insert_element(vector, value, I32(c))
+            out.append(b.bitcast(vector, I32))
+        return out
 
 
 class _Descriptor:
