@@ -15,6 +15,7 @@ import re
 import time
 
 from kernellab.backends import get_backend
+from kernellab.backends.extern_libs import fingerprint, linked
 from kernellab.backends.metadata import KernelMetadata
 from kernellab.backends.options import OPTION_NAMES, CompileOptions
 from kernellab.compiler.kernel import CompiledKernel, LazyAsm, source_map_of
@@ -137,7 +138,7 @@ def compile(
         from kernellab.frontend.codegen import generate_ttir
 
         start = time.perf_counter()
-        artifact = generate_ttir(src, sig, consts, attrs)
+        artifact = generate_ttir(src, sig, consts, attrs, extern_libs=linked(opts.extern_libs, backend.extern_libs))
         metadata.times["frontend"] = time.perf_counter() - start
         first = 0
         source_hash = (src.src, src.filename)
@@ -205,7 +206,7 @@ def compile(
     if param_names is None:
         param_names = list(metadata.signature)
     metadata.hash = _digest(VERSION, source_hash, str(metadata.signature), sorted(consts.items(), key=str),
-                            attrs, opts, target_name)  # fmt: skip
+                            attrs, opts, fingerprint(opts.extern_libs), target_name)  # fmt: skip
     if backend.disk_cache:
         metadata.cache_hit = False
         metadata.cache_key = cache_key
