@@ -98,7 +98,9 @@ def compile(
     up to and including its own. `target`: None (the interpreter), "sm_80", "sm_90", "sm_90a"
     or "cuda" (the visible GPU; sm_90 without one) — GPU targets need no GPU to compile. GPU
     compiles are cached on disk (`KERNELLAB_CACHE_DIR`); `force=True` (or
-    KERNELLAB_ALWAYS_COMPILE=1) compiles anyway.
+    KERNELLAB_ALWAYS_COMPILE=1) compiles anyway. `**options` are the launch options
+    (`num_ctas`, `maxnreg`, `debug`, ..., and `extern_libs={'libdevice': path}`, which NVIDIA
+    targets link: backends/extern_libs.py).
     """
     unknown = set(options) - OPTION_NAMES
     if unknown:
