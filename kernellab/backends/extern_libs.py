@@ -23,7 +23,7 @@ LIBDEVICE_HOME = "nvvm/libdevice/libdevice.10.bc"
 def normalize(extern_libs) -> dict[str, str]:
     """{name: path as str} of a launch's `extern_libs` (a dict or its items, as a cache entry
     stores them). An unknown name is a ValueError naming the known ones; a path that is not a
-    file warns once per path and place (kernellab's own implementations run instead)."""
+    file is a UserWarning at the user's line (kernellab's own implementations run instead)."""
     try:
         pairs = dict(extern_libs)
     except (TypeError, ValueError):
