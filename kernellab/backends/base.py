@@ -43,7 +43,8 @@ class Backend:
     runs before a compile that misses the cache (start loading a toolchain); `arguments_of(md)`
     gives the Signature of a kernel resumed from text that has no IR function type (PTX);
     `launch_stages` names the asm entries `restore` reads (what a KernelBinary ships to a process
-    that launches the kernel; None: every stage).
+    that launches the kernel; None: every stage); `extern_libs` names the libraries of the
+    `extern_libs` option it links (their kernel functions become calls into them).
     """
 
     name: str
@@ -59,6 +60,7 @@ class Backend:
     prepare: Callable[[Any], None] | None = None  # (options): runs before a compile that misses the cache
     arguments_of: Callable[[Any], Any] | None = None  # KernelMetadata → Signature, for text past the IR
     launch_stages: tuple[str, ...] | None = None  # the asm entries restore reads
+    extern_libs: frozenset[str] = frozenset()  # libraries it links ('libdevice')
 
 
 def module_stage_output(module, records) -> StageOutput:

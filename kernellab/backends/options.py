@@ -1,13 +1,16 @@
 """Compile options: one base every target shares, which each target's options type extends.
 
-Options are frozen (they are part of the cache key). A target adds its own fields and checks by
-deriving from `CompileOptions` (backends/nvidia/backend.py: `NvidiaOptions` adds `target`), so a
-field exists once and every target reads the shared ones by the same name.
+Options are frozen (they are part of the cache key; `extern_libs` by its files' contents too).
+A target adds its own fields and checks by deriving from `CompileOptions`
+(backends/nvidia/backend.py: `NvidiaOptions` adds `target`), so a field exists once and every
+target reads the shared ones by the same name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+
+from kernellab.backends.extern_libs import normalize
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,13 @@ class CompileOptions:
     # may start before the previous one ends; tl.extra.cuda.gdc_wait orders memory).
     launch_cooperative_grid: bool = False
     launch_pdl: bool = False
+    # {library name: path to its bitcode} (Triton's option; backends/extern_libs.py): the NVIDIA
+    # backend links 'libdevice' and calls its functions; elsewhere kernellab's own code runs.
+    extern_libs: dict | None = None
+
+    def __post_init__(self):
+        if self.extern_libs is not None:  # a private copy: the caller's dict may change later
+            object.__setattr__(self, "extern_libs", normalize(self.extern_libs))
 
     def as_dict(self) -> dict:
         """{field: value}, the base fields first (what metadata shows)."""

@@ -15,6 +15,7 @@ import re
 import time
 
 from kernellab.backends import get_backend
+from kernellab.backends.extern_libs import fingerprint, linked
 from kernellab.backends.metadata import KernelMetadata
 from kernellab.backends.options import OPTION_NAMES, CompileOptions
 from kernellab.compiler.kernel import CompiledKernel, LazyAsm, source_map_of
@@ -97,7 +98,9 @@ def compile(
     up to and including its own. `target`: None (the interpreter), "sm_80", "sm_90", "sm_90a"
     or "cuda" (the visible GPU; sm_90 without one) — GPU targets need no GPU to compile. GPU
     compiles are cached on disk (`KERNELLAB_CACHE_DIR`); `force=True` (or
-    KERNELLAB_ALWAYS_COMPILE=1) compiles anyway.
+    KERNELLAB_ALWAYS_COMPILE=1) compiles anyway. `**options` are the launch options
+    (`num_ctas`, `maxnreg`, `debug`, ..., and `extern_libs={'libdevice': path}`, which NVIDIA
+    targets link: backends/extern_libs.py).
     """
     unknown = set(options) - OPTION_NAMES
     if unknown:
@@ -137,7 +140,7 @@ def compile(
         from kernellab.frontend.codegen import generate_ttir
 
         start = time.perf_counter()
-        artifact = generate_ttir(src, sig, consts, attrs)
+        artifact = generate_ttir(src, sig, consts, attrs, extern_libs=linked(opts.extern_libs, backend.extern_libs))
         metadata.times["frontend"] = time.perf_counter() - start
         first = 0
         source_hash = (src.src, src.filename)
@@ -205,7 +208,7 @@ def compile(
     if param_names is None:
         param_names = list(metadata.signature)
     metadata.hash = _digest(VERSION, source_hash, str(metadata.signature), sorted(consts.items(), key=str),
-                            attrs, opts, target_name)  # fmt: skip
+                            attrs, opts, fingerprint(opts.extern_libs), target_name)  # fmt: skip
     if backend.disk_cache:
         metadata.cache_hit = False
         metadata.cache_key = cache_key

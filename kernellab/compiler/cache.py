@@ -254,11 +254,14 @@ def _attribute_chain(node) -> list[str] | None:
 
 
 def kernel_key(fn, signature: str, constexprs: dict, attrs, options, target: str, version: str) -> str:
-    """The cache key of compiling kernel function `fn` with this specialization and options."""
+    """The cache key of compiling kernel function `fn` with this specialization and options
+    (the extern_libs' files by their contents: a rebuilt library at the same path recompiles)."""
+    from kernellab.backends.extern_libs import fingerprint
+
     h = hashlib.sha256()
     for part in (
         f"format {FORMAT}", version, toolchain_fingerprint(), fn.src, _stable(dependencies(fn)), signature, _stable(constexprs), _stable(attrs or {}),
-        _stable(options), target,
+        _stable(options), _stable(fingerprint(getattr(options, "extern_libs", None))), target,
     ):
         h.update(part.encode() if isinstance(part, str) else part)
         h.update(b"\0")

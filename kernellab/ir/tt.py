@@ -697,6 +697,29 @@ class ClampFOp(IRDLOperation):
         )
 
 
+
+@irdl_op_definition
+class ExternElementwiseOp(IRDLOperation):
+    """`symbol` of the external library `libname` (NVIDIA libdevice's `__nv_asinf`) applied
+    element by element: the backend declares the function and links the library's bitcode
+    (the `extern_libs` option). Operands share the result's shape."""
+
+    name = "tt.extern_elementwise"
+    srcs = var_operand_def()
+    result = result_def()
+    libname = prop_def(StringAttr)
+    symbol = prop_def(StringAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$srcs attr-dict `:` functional-type($srcs, $result)"
+
+    def __init__(self, srcs: Sequence[SSAValue], result_type: Attribute, libname: str, symbol: str):
+        super().__init__(
+            operands=[list(srcs)],
+            result_types=[result_type],
+            properties={"libname": StringAttr(libname), "symbol": StringAttr(symbol)},
+        )
+
 # ------------------------------------------------------------------ reductions and scans
 
 
@@ -895,6 +918,7 @@ TT = Dialect(
         PreciseSqrtOp,
         PreciseDivFOp,
         ClampFOp,
+        ExternElementwiseOp,
         ReduceOp,
         ReduceReturnOp,
         ScanOp,

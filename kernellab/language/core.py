@@ -400,10 +400,11 @@ class KernelFunction:
 
     _SOURCE_FIELDS = ("src", "start_line", "filename", "indent")
 
-    def __init__(self, fn, noinline: bool = False, lazy_source: bool = False):
+    def __init__(self, fn, noinline: bool = False, lazy_source: bool = False, extern: ExternSymbols | None = None):
         import inspect
 
         self.fn = fn
+        self.extern = extern
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
         self.__doc__ = fn.__doc__
@@ -453,11 +454,26 @@ class KernelFunction:
         return f"<kernel function {self.__qualname__}>"
 
 
-def kernel_function(fn=None, *, noinline: bool = False):
-    """Mark a function as written in the block language (used by the standard library)."""
+class ExternSymbols:
+    """The functions of an external library that compute a kernel function, by argument dtype
+    ({"fp32": "__nv_asinf", "fp64": "__nv_asin"}). A backend that links `library` (the
+    `extern_libs` option) calls them where every argument has one of those dtypes; elsewhere
+    the kernel function's own body runs."""
+
+    def __init__(self, library: str, symbols: dict[str, str]):
+        self.library = library
+        self.symbols = dict(symbols)
+
+    def __repr__(self) -> str:
+        return f"ExternSymbols({self.library!r}, {self.symbols!r})"
+
+
+def kernel_function(fn=None, *, noinline: bool = False, extern: ExternSymbols | None = None):
+    """Mark a function as written in the block language (used by the standard library);
+    `extern` names library functions that may replace it (see ExternSymbols)."""
     if fn is None:
-        return lambda f: KernelFunction(f, noinline=noinline, lazy_source=True)
-    return KernelFunction(fn, noinline=noinline, lazy_source=True)
+        return lambda f: KernelFunction(f, noinline=noinline, lazy_source=True, extern=extern)
+    return KernelFunction(fn, noinline=noinline, lazy_source=True, extern=extern)
 
 
 def builtin(fn):

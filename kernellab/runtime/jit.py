@@ -63,6 +63,14 @@ _CONST, _ALIGN, _SPECIALIZE = 0, 1, 2
 _K_ONE, _K_I32, _K_I32_16, _K_FP32, _K_I1, _K_NONE = "=1", "i32", "i32%16", "fp32", "i1", "None"
 
 
+def _option_key(value):
+    """A launch option's value as a key part: a dict (extern_libs) as its sorted items, the
+    paths as text (a Path and its str compile alike)."""
+    if value.__class__ is dict:
+        return tuple(sorted((str(k), os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in value.items()))
+    return value
+
+
 def describe_argument(value) -> str:
     """`float32[1024] on cuda:0` for an array argument, the value itself for a scalar."""
     shape = getattr(value, "shape", None)
@@ -152,7 +160,7 @@ class Binder:
                 continue
             key.append(self._argument_key(i, f"parameter {self.names[i]!r}", value, runtime))
         if options:
-            key.append(tuple(sorted(options.items())))
+            key.append(tuple(sorted((name, _option_key(v)) for name, v in options.items())))
         return Bound(tuple(key), runtime, values, options)
 
     def _structured_key(self, i: int, value, runtime: list) -> tuple:
@@ -258,7 +266,7 @@ class Binder:
                 return None
             key += (tp, value)
         if options:
-            key.append(tuple([(name, kwargs[name]) for name in options]))
+            key.append(tuple([(name, _option_key(kwargs[name])) for name in options]))
         return tuple(key), runtime
 
     def values(self, args: tuple, kwargs: dict):

@@ -24,6 +24,7 @@ class AmdOptions(CompileOptions):
     target: str = "gfx942"
 
     def __post_init__(self):
+        super().__post_init__()
         if self.target not in ARCHS:
             raise ValueError(f"unknown AMD target {self.target!r}; use {' or '.join(map(repr, ARCHS))}")
         w = self.num_warps

@@ -33,6 +33,7 @@ class CpuOptions(CompileOptions):
     target: str = TARGET
 
     def __post_init__(self):
+        super().__post_init__()
         if self.num_ctas != 1:
             raise ValueError("num_ctas > 1 (thread block clusters) has no CPU meaning; use num_ctas=1")
 

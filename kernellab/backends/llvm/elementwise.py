@@ -472,6 +472,13 @@ def _precise_sqrt_f32(ctx, x):
     return ctx.call("llvm.sqrt.f32", F32, [x])
 
 
+def _extern_elementwise(ctx, op):
+    """A call of the library function per register; the target's pipeline links its bitcode
+    (NVIDIA: the link-extern-libs pass), so here it is only declared."""
+    symbol, ret = op.symbol.data, llty(elem(op.result.type))
+    map_op(ctx, op, lambda *xs: ctx.call(symbol, ret, list(xs)))
+
+
 # op class -> fn(ctx, op) emitting its LLVM IR
 RULES = {
     **{cls: _binary_rule(name) for name, cls in arith.BINARY_OPS.items()},
@@ -511,4 +518,5 @@ RULES = {
     tt.PtrToIntOp: _ptr_to_int,
     tt.AddPtrOp: _addptr,
     tt.FpToFpOp: _fp_to_fp,
+    tt.ExternElementwiseOp: _extern_elementwise,
 }

@@ -23,6 +23,7 @@ from kernellab.backends.metadata import KernelMetadata
 from kernellab.backends.nvidia.header import read_header
 from kernellab.backends.options import CompileOptions
 from kernellab.backends.nvidia.ptx import (
+    EXTERN_LIBS,
     entry_points,
     max_threads_directive,
     parse_arch,
@@ -39,6 +40,7 @@ class NvidiaOptions(CompileOptions):
     target: str = DEFAULT_ARCH  # "sm_80", "sm_90", "sm_90a", ...
 
     def __post_init__(self):
+        super().__post_init__()
         parse_arch(self.target)
         w = self.num_warps
         if not isinstance(w, int) or w < 1 or w > 32 or w & (w - 1):
@@ -291,6 +293,7 @@ NVIDIA = Backend(
     launch_stages=("ptx", "cubin"),  # the PTX names the parameters of a kernel resumed from it
     prepare=lambda options: prepare_toolchain(options),  # looked up per call: tests replace it
     arguments_of=_arguments_of,
+    extern_libs=EXTERN_LIBS,  # linked by the ptx stage's link-extern-libs pass
     stage_markers={"ttir": r"\btt\.func\b", "ttgir": r"\bttg\.|#ttg\.", "llir": r"^\s*define\s", "ptx": r"^\s*\.entry\s|^\.version\s"},
 )
 

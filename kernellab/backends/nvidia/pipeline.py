@@ -19,9 +19,11 @@ ttgir stage, TTIR in, TTGIR with every layout chosen out:
 
 ptx stage, the lowering's LLVM IR in, PTX out (one llvmlite module, under LLVM's lock):
 1. llvm-verify     parse, verify                                      (records stage "llir")
-2. llvm-O3         NVPTX triple and data layout, LLVM's O3 pipeline   (records stage "llir")
-3. nvptx-codegen   PTX for the target sm_XX                           (records stage "ptx")
-4. ptxas-workarounds  PTX patterns some ptxas versions miscompile, spelled another way
+2. link-extern-libs  libdevice's bitcode linked where the kernel calls its __nv_* functions
+                   (extern_libs), the functions not called dropped    (records stage "llir")
+3. llvm-O3         NVPTX triple and data layout, LLVM's O3 pipeline   (records stage "llir")
+4. nvptx-codegen   PTX for the target sm_XX                           (records stage "ptx")
+5. ptxas-workarounds  PTX patterns some ptxas versions miscompile, spelled another way
                       (ptxas_workarounds.py)                          (records stage "ptx")
 
 cubin stage, PTX in, cubin out:
@@ -37,8 +39,11 @@ from xdsl.dialects.builtin import ModuleOp
 from kernellab.backends.nvidia.cubin import PTXAS, PtxAssembly
 from kernellab.backends.nvidia.interruptible import run_interruptibly
 from kernellab.backends.nvidia.limits import DEVICE_LIMITS
+from kernellab.backends.extern_libs import linked
 from kernellab.backends.nvidia.ptx import (
     EMIT_PTX,
+    EXTERN_LIBS,
+    LINK_EXTERN_LIBS,
     OPTIMIZE_O3,
     VERIFY,
     LlvmModule,
@@ -82,7 +87,7 @@ TTGIR_PASSES = [
     dce,
 ]
 
-LLVM_PASSES = [VERIFY, OPTIMIZE_O3, EMIT_PTX, PTXAS_WORKAROUNDS]
+LLVM_PASSES = [VERIFY, LINK_EXTERN_LIBS, OPTIMIZE_O3, EMIT_PTX, PTXAS_WORKAROUNDS]
 CUBIN_PASSES = [PTXAS]
 
 
@@ -127,8 +132,10 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
 def make_ptx(llir: str, options=None, trace: bool = True) -> tuple[str, list[PassRecord]]:
     """PTX for the LLVM IR text `llir`, optimized at O3, for `options.target` (default sm_90),
     and the LLVM passes' records. The IR's triple and data layout are replaced by NVPTX's;
-    LLVM errors become PTXGenerationError (wrapped in the PassError that names the pass)."""
-    artifact = LlvmModule(llir, options_arch(options))
+    LLVM errors become PTXGenerationError (wrapped in the PassError that names the pass).
+    `options.extern_libs` names the libraries to link (those whose file exists)."""
+    libraries = linked(_option(options, "extern_libs", None), EXTERN_LIBS)
+    artifact = LlvmModule(llir, options_arch(options), extern_libs=libraries)
     manager = PassManager(LLVM_PASSES, trace=trace, printer=LlvmModule.print, verifier=None)
 
     def run():

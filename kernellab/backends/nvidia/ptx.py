@@ -2,6 +2,8 @@
 
 The LLVM passes the pass manager runs (pipeline.LLVM_PASSES orders them) over one `LlvmModule`:
   llvm-verify    parse the text and verify it;
+  link-extern-libs  link the bitcode of the libraries the kernel calls (NVIDIA's libdevice,
+                 from the `extern_libs` option), keeping only the functions it calls;
   llvm-O3        give it NVPTX's triple and data layout, run LLVM's O3 module pipeline (new
                  pass manager);
   nvptx-codegen  print it as PTX for the requested `sm_XX`.
@@ -14,13 +16,18 @@ cached, so the first compile pays a few tens of milliseconds and later ones noth
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kernellab.backends.toolchain import binding, llvm_lock, optimize, parse_verified
 from kernellab.passes.manager import PassOutcome
 
 TRIPLE = "nvptx64-nvidia-cuda"
+
+# the libraries of the extern_libs option this target links, and the prefix of their functions
+EXTERN_LIBS = frozenset({"libdevice"})
+LIBDEVICE_PREFIX = "__nv_"
 
 # PTX ISA version written into `.version`. 8.5 (CUDA 12.5) covers every instruction sm_80/sm_90/
 # sm_90a kernels use here and is accepted by nvJitLink 12.5+ and 13.x and by drivers ≥ 555.
@@ -76,6 +83,7 @@ class LlvmModule:
     arch: str  # 'sm_90'
     module: object = None  # llvmlite ModuleRef, once llvm-verify parsed the text
     ptx: str | None = None  # once nvptx-codegen ran
+    extern_libs: dict = field(default_factory=dict)  # {name: path} of the libraries to link
 
     def print(self) -> str:
         """The IR as it is now (the pass manager's printer)."""
@@ -94,6 +102,54 @@ class _Verify:
         errors become PTXGenerationError with the offending IR lines."""
         m.module = parse_verified(m.text, PTXGenerationError)
         return PassOutcome(False, "valid LLVM IR")
+
+
+class _LinkExternLibs:
+    NAME = "link-extern-libs"
+    STAGE = "llir"
+
+    @staticmethod
+    def run(m: LlvmModule) -> PassOutcome:
+        """Link libdevice's bitcode where the kernel calls its `__nv_*` functions, before O3
+        inlines them: the library's functions become internal and the ones not called are
+        dropped here. libdevice asks `__nvvm_reflect("__CUDA_FTZ")` whether to flush
+        denormals to zero; the module flag nvvm-reflect-ftz = 0 answers no (as kernellab's own
+        code keeps them), and O3's NVVMReflect pass folds the calls."""
+        called = sorted(
+            f.name for f in m.module.functions if f.is_declaration and f.name.startswith(LIBDEVICE_PREFIX)
+        )
+        if not called:
+            return PassOutcome(False, "no library function called")
+        path = m.extern_libs.get("libdevice")
+        if path is None:
+            raise PTXGenerationError(
+                f"the kernel calls {', '.join(called)} from NVIDIA's libdevice, which is not linked: "
+                "compile with extern_libs={'libdevice': '/usr/local/cuda/nvvm/libdevice/libdevice.10.bc'}"
+            )
+        llvm = binding()
+        tm = target_machine(m.arch)
+        with open(path, "rb") as f:
+            try:
+                library = llvm.parse_bitcode(f.read())
+            except RuntimeError as e:
+                raise PTXGenerationError(f"extern_libs['libdevice'] = {path!r} is not LLVM bitcode: {e}") from None
+        defined = {f.name for f in library.functions if not f.is_declaration}
+        missing = [name for name in called if name not in defined]
+        if missing:
+            raise PTXGenerationError(f"{path} defines no {', '.join(missing)}")
+        reflect = llvm.parse_assembly('!llvm.module.flags = !{!0}\n!0 = !{i32 4, !"nvvm-reflect-ftz", i32 0}\n')
+        for module in (m.module, library, reflect):  # one triple: no mismatch warnings
+            module.triple, module.data_layout = TRIPLE, str(tm.target_data)
+        m.module.link_in(library)
+        m.module.link_in(reflect)
+        for f in m.module.functions:
+            if f.name in defined:
+                f.linkage = "internal"
+        dce = llvm.create_new_module_pass_manager()
+        dce.add_global_dead_code_eliminate_pass()
+        dce.run(m.module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0)))
+        kept = sum(1 for f in m.module.functions if f.name in defined)
+        return PassOutcome(True, f"{os.path.basename(path)} linked for {', '.join(called)} ({kept} functions kept)")
 
 
 class _OptimizeO3:
@@ -127,6 +183,7 @@ class _EmitPtx:
 
 
 VERIFY = _Verify()
+LINK_EXTERN_LIBS = _LinkExternLibs()
 OPTIMIZE_O3 = _OptimizeO3()
 EMIT_PTX = _EmitPtx()
 
@@ -164,7 +221,7 @@ def max_threads_directive(ptx: str, name: str) -> int | None:
 
 
 __all__ = [
-    "LlvmModule", "VERIFY", "OPTIMIZE_O3", "EMIT_PTX", "llvm_lock", "options_arch", "PTXGenerationError",
+    "LlvmModule", "VERIFY", "LINK_EXTERN_LIBS", "EXTERN_LIBS", "OPTIMIZE_O3", "EMIT_PTX", "llvm_lock", "options_arch", "PTXGenerationError",
     "PTX_VERSION", "ptx_version", "TRIPLE", "target_machine", "parse_arch", "entry_points",
     "max_threads_directive", "optimize",
 ]  # fmt: skip

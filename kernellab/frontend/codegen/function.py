@@ -53,12 +53,15 @@ def generate_ttir(
     signature: dict[str, tl.dtype | str],
     constexprs: dict[str, Any],
     attrs: dict[str, dict[str, int]] | None = None,
+    extern_libs=(),
 ) -> ModuleOp:
     """Compile `fn` specialized on `signature` (runtime parameter → dtype or "*fp32"-style
     text) and `constexprs` (parameter → value) into a module: one public `tt.func` named
     after the kernel, with `attrs` (parameter → {"tt.divisibility": 16, ...}) on its
-    arguments, plus a private `tt.func` per called kernel function."""
-    unit = _CompilationUnit()
+    arguments, plus a private `tt.func` per called kernel function. Calls of kernel functions
+    with an `extern` in one of the `extern_libs` the backend links become
+    `tt.extern_elementwise` ops where the arguments' dtype has a library function."""
+    unit = _CompilationUnit(frozenset(extern_libs))
     generator = FunctionGenerator(unit, fn, is_kernel=True)
     params = generator.kernel_params(signature, constexprs, attrs or {})
     func, _ = generator.build(fn.__name__, params, visibility="public")
@@ -90,7 +93,8 @@ class _Callee:
 class _CompilationUnit:
     """The module being built and the kernel functions specialized into it so far."""
 
-    def __init__(self):
+    def __init__(self, extern_libs: frozenset[str] = frozenset()):
+        self.extern_libs = extern_libs  # the libraries the backend links (names)
         self.module = ModuleOp([])
         self.callees: dict[tuple, _Callee] = {}
         self.in_progress: list[tl.KernelFunction] = []
@@ -323,6 +327,11 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
                 "value per parameter"
             ) from None
         bound.apply_defaults()
+        extern = fn.extern
+        if extern is not None and extern.library in self.unit.extern_libs:
+            result = self.semantic.extern_elementwise(list(bound.arguments.values()), extern)
+            if result is not None:
+                return result
         params: list[tuple[str, Any]] = []
         operands = []
         for name, value in bound.arguments.items():

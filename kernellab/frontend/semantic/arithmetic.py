@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from kernellab.frontend.errors import SemanticError
 from kernellab.frontend.semantic.base import SemanticBase, number_type
-from kernellab.frontend.values import python_value, show, unwrap
+from kernellab.frontend.types import to_ir_type
+from kernellab.frontend.values import is_number, python_value, show, unwrap
 from kernellab.ir import arith, math, tt
 from kernellab.language import core as tl
 from kernellab.language.builtins import PropagateNan
@@ -296,6 +297,24 @@ class ArithmeticMixin(SemanticBase):
                 f"tl.fma needs float operands, got {show(x)}; use x * y + z for ints"
             )
         return self._emit(math.FmaOp(x.handle, y.handle, z.handle), x.type)
+
+    def extern_elementwise(self, args: list, extern: tl.ExternSymbols) -> tl.tensor | None:
+        """`extern`'s function for the arguments' dtype on each element (numbers take that
+        dtype, shapes broadcast), or None where it has none: the runtime arguments must share
+        one dtype `extern.symbols` names, and the rest be numbers."""
+        tensors = [a for a in args if isinstance(a, tl.tensor)]
+        if not tensors or not all(isinstance(a, tl.tensor) or is_number(a) for a in args):
+            return None
+        dtype = tensors[0].dtype
+        symbol = extern.symbols.get(dtype.name)
+        if symbol is None or any(t.dtype != dtype for t in tensors):
+            return None
+        operands = self._broadcast_all(
+            *(a if isinstance(a, tl.tensor) else self._constant(python_value(a), dtype) for a in args)
+        )
+        ty = operands[0].type
+        op = tt.ExternElementwiseOp([o.handle for o in operands], to_ir_type(ty), extern.library, symbol)
+        return self._emit(op, ty)
 
     def umulhi(self, x, y) -> tl.tensor:
         x, y = self.to_tensor(x), self.to_tensor(y)

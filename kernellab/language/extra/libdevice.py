@@ -7,6 +7,11 @@ with the reductions and cancellation-free forms below. For fp32 (and narrower) i
 gives results within an ulp of the correctly rounded value; for fp64 inputs within a few ulps
 (pow: within |y·log x| ulps). Integer inputs are refused: convert them first.
 
+With the launch option `extern_libs={'libdevice': '.../libdevice.10.bc'}`, an NVIDIA compile
+calls NVIDIA's function instead (`asin` → `__nv_asinf` on fp32, `__nv_asin` on fp64; the
+`extern=` of each function below) and links the bitcode into the kernel; other dtypes, other
+backends and a missing file run the code here.
+
     from kernellab.language.extra import libdevice
     y = libdevice.asin(x)
 """
@@ -34,7 +39,7 @@ from kernellab.language.builtins import (
     static_range,
     where,
 )
-from kernellab.language.core import constexpr, float64, int64, kernel_function
+from kernellab.language.core import ExternSymbols, constexpr, float64, int64, kernel_function
 
 _PI = 3.141592653589793
 _LN10 = 2.302585092994046
@@ -45,6 +50,16 @@ _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitter for fp64
 _LOG2_10 = 3.321928094887362
 _TAN_PI_8 = 0.41421356237309503
 _SIGN = -0x8000000000000000  # the fp64 sign bit, as an int64
+
+
+def _nv(name: str, fp32: str | None = None, fp64: str | None = None) -> ExternSymbols:
+    """NVIDIA libdevice's functions for `name` (`__nv_<name>f` on fp32, `__nv_<name>` on fp64):
+    what an NVIDIA compile with extern_libs={'libdevice': path} calls instead of the code here."""
+    return ExternSymbols("libdevice", {"fp32": fp32 or f"__nv_{name}f", "fp64": fp64 or f"__nv_{name}"})
+
+
+def _nv_fp32(symbol: str) -> ExternSymbols:
+    return ExternSymbols("libdevice", {"fp32": symbol})
 
 
 # -- fp64 cores --------------------------------------------------------------------------------
@@ -110,18 +125,18 @@ def _log1p64(x):
 # -- public functions --------------------------------------------------------------------------
 
 
-@kernel_function
+@kernel_function(extern=_nv("tan"))
 def tan(x):
     w = _wide(x)
     return (_sin(w) / _cos(w)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("atan"))
 def atan(x):
     return _atan64(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("atan2"))
 def atan2(y, x):
     """The angle of (x, y) in [−π, π], with C's special cases for zeros and infinities."""
     wy, wx = _wide(y), _wide(x)
@@ -137,41 +152,41 @@ def atan2(y, x):
     return r.to(y.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("asin"))
 def asin(x):
     w = _wide(x)
     return _atan64(w / _sqrt((1 - w) * (1 + w))).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("acos"))
 def acos(x):
     """π/2 − asin(x), written as 2·atan(sqrt((1 − x)/(1 + x))) to stay exact near x = 1."""
     w = _wide(x)
     return (2 * _atan64(_sqrt((1 - w) / (1 + w)))).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("sinh"))
 def sinh(x):
     w = _wide(x)
     e = _expm1_64(_abs(w))
     return _copysign64(0.5 * e + 0.5 * e / (e + 1), w).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("cosh"))
 def cosh(x):
     w = _abs(_wide(x))
     e = _exp(0.5 * w)  # e² would overflow where cosh still fits
     return (0.5 * e * e + 0.5 / (e * e)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("tanh"))
 def tanh(x):
     w = _wide(x)
     e = _expm1_64(-2 * _abs(w))
     return _copysign64(-e / (e + 2), w).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("asinh"))
 def asinh(x):
     w = _wide(x)
     a = _abs(w)
@@ -179,7 +194,7 @@ def asinh(x):
     return _copysign64(where(a > 1e150, _log(a) + _log(2.0), small), w).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("acosh"))
 def acosh(x):
     w = _wide(x)
     d = w - 1
@@ -187,24 +202,24 @@ def acosh(x):
     return where(w > 1e150, _log(w) + _log(2.0), near).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("atanh"))
 def atanh(x):
     w = _wide(x)
     a = _abs(w)
     return _copysign64(0.5 * _log1p64(2 * a / (1 - a)), w).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("exp"))
 def exp(x):
     return _exp(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("exp2"))
 def exp2(x):
     return _exp2(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("exp10"))
 def exp10(x):
     """e^(x·ln 10) with the product's rounding error (exact, from Veltkamp halves of x and
     ln 10) and ln 10's own tail applied as a first-order correction: without it the error
@@ -219,32 +234,32 @@ def exp10(x):
     return where(_abs(p) < 700, r + r * (error + w * _LN10_LO), r).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("expm1"))
 def expm1(x):
     return _expm1_64(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("log"))
 def log(x):
     return _log(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("log2"))
 def log2(x):
     return _log2(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("log10"))
 def log10(x):
     return (_log(_wide(x)) / _LN10).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("log1p"))
 def log1p(x):
     return _log1p64(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("pow"))
 def pow(x, y):
     """x^y with C's rules: a negative base needs an integer exponent (odd keeps the sign),
     x^0 = 1 and 1^y = 1 for every y (NaN included)."""
@@ -257,17 +272,17 @@ def pow(x, y):
     return r.to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("sqrt"))
 def sqrt(x):
     return _sqrt(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("rsqrt"))
 def rsqrt(x):
     return (1 / _sqrt(_wide(x))).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("cbrt"))
 def cbrt(x):
     """The real cube root: exp(log|x| / 3) and one Newton step, with the sign of x."""
     w = _wide(x)
@@ -277,7 +292,7 @@ def cbrt(x):
     return _copysign64(r, w).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("hypot"))
 def hypot(x, y):
     wx, wy = _abs(_wide(x)), _abs(_wide(y))
     big, small = maximum(wx, wy), minimum(wx, wy)
@@ -286,50 +301,50 @@ def hypot(x, y):
     return where((wx == float("inf")) | (wy == float("inf")), float("inf"), r).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("erf"))
 def erf(x):
     return _erf(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("sin"))
 def sin(x):
     return _sin(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("cos"))
 def cos(x):
     return _cos(_wide(x)).to(x.dtype)
 
 
-@kernel_function
+@kernel_function(extern=_nv("fmod"))
 def fmod(x, y):
     """C's fmod: x − n·y with n = trunc(x / y), exact (the sign of x)."""
     return x % y
 
 
-@kernel_function
+@kernel_function(extern=_nv("floor"))
 def floor(x):
     return _floor(x)
 
 
-@kernel_function
+@kernel_function(extern=_nv("ceil"))
 def ceil(x):
     return _ceil(x)
 
 
-@kernel_function
+@kernel_function(extern=_nv("trunc"))
 def trunc(x):
     return where(x < 0, _ceil(x), _floor(x))
 
 
-@kernel_function
+@kernel_function(extern=_nv("round"))
 def round(x):
     """Nearest integer, halves away from zero."""
     t = trunc(x)
     return where(_abs(x - t) >= 0.5, t + where(x < 0, -1.0, 1.0).to(x.dtype), t)
 
 
-@kernel_function
+@kernel_function(extern=_nv("rint"))
 def rint(x):
     """Nearest integer, halves to even."""
     f = _floor(x)
@@ -338,17 +353,17 @@ def rint(x):
     return where(up, f + 1, f)
 
 
-@kernel_function
+@kernel_function(extern=_nv("nearbyint"))
 def nearbyint(x):
     return rint(x)
 
 
-@kernel_function
+@kernel_function(extern=_nv("fma"))
 def fma(x, y, z):
     return _fma(x, y, z)
 
 
-@kernel_function
+@kernel_function(extern=_nv("copysign"))
 def copysign(x, y):
     return _copysign64(_wide(x), _wide(y)).to(x.dtype)
 
@@ -383,36 +398,36 @@ def signbit(x):
     return _wide(x).to(int64, bitcast=True) < 0
 
 
-@kernel_function
+@kernel_function(extern=_nv_fp32("__nv_fast_expf"))
 def fast_expf(x):
     return _exp(x)
 
 
-@kernel_function
+@kernel_function(extern=_nv_fp32("__nv_fast_logf"))
 def fast_logf(x):
     return _log(x)
 
 
-@kernel_function
+@kernel_function(extern=_nv_fp32("__nv_fast_fdividef"))
 def fast_dividef(x, y):
     return x / y
 
 
-@kernel_function
+@kernel_function(extern=_nv("div_rn", "__nv_fdiv_rn", "__nv_ddiv_rn"))
 def div_rn(x, y):
     return _div_rn(x, y)
 
 
-@kernel_function
+@kernel_function(extern=_nv("fmax"))
 def fmax(x, y):
     return maximum(x, y)
 
 
-@kernel_function
+@kernel_function(extern=_nv("fmin"))
 def fmin(x, y):
     return minimum(x, y)
 
 
-@kernel_function
+@kernel_function(extern=_nv("fabs"))
 def abs(x):
     return _abs(x)

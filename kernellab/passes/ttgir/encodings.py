@@ -20,7 +20,7 @@ from kernellab.ir import arith, tt, ttg
 # tt ops whose every result element comes from the operands' elements at the same position
 ELEMENTWISE_TT_OPS = (
     tt.AddPtrOp, tt.IntToPtrOp, tt.PtrToIntOp, tt.BitcastOp, tt.FpToFpOp, tt.MulhiUIOp,
-    tt.PreciseSqrtOp, tt.PreciseDivFOp, tt.ClampFOp,
+    tt.PreciseSqrtOp, tt.PreciseDivFOp, tt.ClampFOp, tt.ExternElementwiseOp,
 )  # fmt: skip
 
 

@@ -53,9 +53,12 @@ def test_bad_llvm_ir_names_the_line_and_the_pass():
 def test_each_llvm_pass_leaves_a_record_with_its_ir():
     ptx, records = make_ptx_traced(VECTOR_ADD, NvidiaOptions(target="sm_80"))
     assert [r.name for r in records] == [p.NAME for p in LLVM_PASSES]
-    assert [r.name for r in records] == ["llvm-verify", "llvm-O3", "nvptx-codegen", "ptxas-workarounds"]
-    assert [r.stage for r in records] == ["llir", "llir", "ptx", "ptx"]
-    verify, o3, codegen, workarounds = records
+    assert [r.name for r in records] == ["llvm-verify", "link-extern-libs", "llvm-O3", "nvptx-codegen",
+                                         "ptxas-workarounds"]  # fmt: skip
+    assert [r.stage for r in records] == ["llir", "llir", "llir", "ptx", "ptx"]
+    verify, link, o3, codegen, workarounds = records
+    # a kernel that calls no library links nothing
+    assert not link.changed and link.summary == "no library function called"
     # verifying changes nothing: its record shares the input text (not printed again)
     assert not verify.changed and verify.ir_after is VECTOR_ADD
     assert verify.summary == "valid LLVM IR"
@@ -71,7 +74,7 @@ def test_untraced_llvm_passes_print_nothing_and_make_the_same_ptx():
     traced, _ = make_ptx_traced(SCALE_BIAS, NvidiaOptions())
     untraced, records = make_ptx_traced(SCALE_BIAS, NvidiaOptions(), trace=False)
     assert untraced == traced
-    assert [r.ir_after for r in records] == ["", "", "", ""]
+    assert [r.ir_after for r in records] == [""] * len(LLVM_PASSES)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -160,7 +163,8 @@ def test_compile_from_llvm_ir_text_gives_every_later_stage():
     assert md.params == ["u64", "u64", "u64", "u32"]
     assert md.registers > 0 and md.spills == 0 and md.shared_total == 0
     assert set(md.times) == {"ptx", "cubin"}
-    assert [p.name for p in ck.passes] == ["llvm-verify", "llvm-O3", "nvptx-codegen", "ptxas-workarounds", "ptxas"]
+    assert [p.name for p in ck.passes] == ["llvm-verify", "link-extern-libs", "llvm-O3", "nvptx-codegen",
+                                           "ptxas-workarounds", "ptxas"]  # fmt: skip
     if find_nvdisasm() is not None:
         assert "FADD" in ck.asm["sass"]
     else:
