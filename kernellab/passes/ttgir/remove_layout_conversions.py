@@ -15,7 +15,9 @@ shared memory or shuffles. Three rewrites, repeated while they help:
    moving data. Loads, reductions, dots and loop-carried values are never recomputed.
 3. Fold: convert(x: A -> A) is x; convert(convert(x)) converts once.
 
-The layouts coalesce chose for loads and stores never change: memory ops are fixed points.
+The layouts coalesce chose for loads and stores never change: memory ops are fixed points, and
+so is tt.gather (its index stays in its result's layout, its source where it is: the lowering
+goes through shared memory whatever the layouts, so moving either would only add conversions).
 Dead ops left behind are erased. Each rewrite is a named pattern of the rewrite engine, swept
 over the conversions in rounds (forward, backward, fold): sink-conversion, carry-in-layout,
 rematerialize, fold-conversion.
