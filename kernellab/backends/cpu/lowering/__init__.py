@@ -19,7 +19,7 @@ from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, Lowering
 _OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules(), **gather.rules()}
 RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=False)}
 DEBUG_RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=True)}  # accesses bounds-checked
-SCRATCH = dict(CORE_SCRATCH)
+SCRATCH = {**CORE_SCRATCH, **gather.SCRATCH}
 
 
 def make_llir(module: ModuleOp, options=None) -> tuple[str, dict]:
