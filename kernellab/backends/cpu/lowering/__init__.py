@@ -2,7 +2,7 @@
 CPU target (target.py: warps of one thread holding their part of each tensor, LLVM vector memory
 accesses and atomics), the grid loop the launcher calls (grid.py), printf and the status
 record for device_print/device_assert (debug.py, checks.py), and tl.dot as register-tiled
-vector FMAs (dot.py), tt.gather as one vector gather from the scratch (gather.py).
+vector FMAs (dot.py), tt.gather as a loop of loads from the scratch (gather.py).
 
 `make_llir(module, options) -> (llir_text, metadata)`.
 """
