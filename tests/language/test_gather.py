@@ -119,6 +119,28 @@ def test_interpreter_names_the_index_out_of_range(rng):
     assert "program (1, 0, 0)" in message and "index element (5,)" in message
 
 
+@pytest.mark.parametrize(("axis", "m", "n", "i"), [(0, 8, 16, 32), (1, 16, 32, 8)])
+def test_core_rule_runs_on_the_cpu(monkeypatch, tmp_path, rng, axis, m, n, i):
+    """The GPU's rule (backends/llvm/gather.py), run natively: the CPU lowers with it in place
+    of its own loop, so its offsets and its shared-memory round trip are checked on one
+    thread's registers without a GPU."""
+    from kernellab.backends.cpu import lowering
+    from kernellab.backends.llvm import gather as core_gather
+    from kernellab.ir import tt
+
+    monkeypatch.setitem(lowering.RULES, tt.GatherOp, core_gather.RULES[tt.GatherOp])
+    monkeypatch.setitem(lowering.SCRATCH, tt.GatherOp, core_gather.SCRATCH[tt.GatherOp])
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))  # nothing compiled by the CPU rule
+    kernel = kl.jit(gather_2d.fn)
+    src = random_array(rng, (m, n), np.float16)
+    shape = (i, n) if axis == 0 else (m, i)
+    index = _indices(rng, (m, n)[axis], shape)
+    out = poison(shape, src.dtype)
+    ck = kernel[(1,)](src, index, out, M=m, N=n, I=i, AXIS=axis, target="cpu")
+    assert "gather.exit:" not in ck.asm["llir"]  # the core's rule, not the CPU's loop
+    assert_equal(out, np.take_along_axis(src, index, axis))
+
+
 @kl.jit
 def gather_rank_kernel(src_ptr, idx_ptr, out_ptr):
     src = tl.load(src_ptr + tl.arange(0, 8)[:, None] * 4 + tl.arange(0, 4)[None, :])
@@ -151,15 +173,20 @@ def _compile(target, **constexprs):
         pytest.skip(f"no PTX assembler: {e}")
 
 
-@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
-def test_gather_is_one_trip_through_shared_memory(target):
+@pytest.mark.parametrize(
+    ("target", "m", "n", "i", "axis"),
+    [("sm_80", 16, 32, 64, 1), ("sm_90", 16, 32, 64, 1), ("sm_90", 1024, 32, 1024, 0)],
+)  # fmt: skip
+def test_gather_is_one_trip_through_shared_memory(target, m, n, i, axis):
     """The source goes to shared memory once (its bytes are the kernel's shared memory), and
-    each thread loads exactly its result elements: 16x64 over 128 threads is 8 loads, where
-    the one-hot select compared every index with all 32 positions."""
-    ck = _compile(target, M=16, N=32, I=64, AXIS=1)
-    assert ck.metadata["shared"] == 16 * 32 * 4
+    each thread loads exactly its result elements (16x64 over 128 threads: 8 loads, where the
+    one-hot select compared every index with all 32 positions; 1024x32: 256 loads), so code
+    and compile time grow with the result alone."""
+    ck = _compile(target, M=m, N=n, I=i, AXIS=axis)
+    assert ck.metadata["shared"] == m * n * 4
     ptx = ck.asm["ptx"]
-    assert len(re.findall(r"\bld\.shared\.(?:b32|f32|u32)\b", ptx)) == 16 * 64 // 128
+    results = (i * n if axis == 0 else m * i) // 128
+    assert len(re.findall(r"\bld\.shared\.(?:b32|f32|u32)\b", ptx)) == results
     assert "bar.sync" in ptx
     assert isinstance(ck.asm["cubin"], bytes) and ck.asm["cubin"]
 
