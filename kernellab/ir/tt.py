@@ -378,6 +378,29 @@ class SplitOp(IRDLOperation):
         super().__init__(operands=[src], result_types=[result_type, result_type])
 
 
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """result[..., i, ...] = src[..., indices[..., i, ...], ...] along `axis` (tl.gather):
+    `indices` has src's rank and sizes except on `axis`; the result has its shape, src's
+    element type."""
+
+    name = "tt.gather"
+    src = operand_def()
+    indices = operand_def()
+    result = result_def()
+    axis = prop_def(IntegerAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$src `[` $indices `]` attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, src: SSAValue, indices: SSAValue, axis: int, result_type: Attribute):
+        super().__init__(
+            operands=[src, indices],
+            result_types=[result_type],
+            properties={"axis": IntegerAttr(axis, i32)},
+        )
+
+
 # ------------------------------------------------------------------------------ pointers
 
 
@@ -904,6 +927,7 @@ TT = Dialect(
         JoinOp,
         SplitOp,
         CatOp,
+        GatherOp,
         AddPtrOp,
         IntToPtrOp,
         PtrToIntOp,

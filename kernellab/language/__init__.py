@@ -45,6 +45,7 @@ from kernellab.language.builtins import (
     floor,
     fma,
     full,
+    gather,
     join,
     load,
     load_tensor_descriptor,
@@ -128,7 +129,6 @@ from kernellab.language.random import (
 from kernellab.language.sorting import flip, sort, topk
 from kernellab.language.standard import (
     cdiv,
-    gather,
     histogram,
     interleave,
     ravel,

@@ -176,6 +176,17 @@ def cat(input, other, can_reorder=False):
     compiler may reorder the elements (as in Triton)."""
 
 
+@builtin
+def gather(src, index, axis):
+    """out[..., i, ...] = src[..., index[..., i, ...], ...] along `axis`: `index` (integers) has
+    `src`'s rank and its sizes on every other axis; the result has `index`'s shape and `src`'s
+    dtype. An index outside [0, src.shape[axis]) is undefined in Triton (the interpreter
+    raises; compiled kernels read the index modulo the axis size).
+
+    rows = tl.gather(table, ids, 0)
+    """
+
+
 # ------------------------------------------------------------------------------ memory
 
 

@@ -9,19 +9,16 @@ from __future__ import annotations
 from kernellab.language.builtins import (
     arange,
     exp,
-    expand_dims,
     fdiv,
     join,
     max,
     minimum,
     reshape,
     static_assert,
-    static_range,
     sum,
-    where,
     zeros,
 )
-from kernellab.language.core import constexpr, int32, kernel_function, str_to_ty
+from kernellab.language.core import constexpr, int32, kernel_function
 
 
 @kernel_function
@@ -109,33 +106,3 @@ def histogram(input, num_bins: constexpr, mask=None):
     if mask is not None:
         hits = hits & mask[:, None]
     return sum(hits.to(int32), 0)
-
-
-@kernel_function
-def gather(src, index, axis: constexpr):
-    """out[..., i, ...] = src[..., index[..., i, ...], ...] along `axis`: `index` has `src`'s
-    rank and its sizes on every other axis; the result has `index`'s shape and `src`'s dtype.
-    Each output element selects its source by a one-hot match over `src`'s axis and a sum of
-    the (integer) bits, so values move exactly.
-
-    rows = tl.gather(table, ids, 0)
-    """
-    rank: constexpr = len(src.shape)
-    static_assert(len(index.shape) == rank, "tl.gather: `index` must have the rank of `src`")
-    for d in static_range(rank):
-        static_assert(
-            d == axis or index.shape[d] == src.shape[d],
-            "tl.gather: `index` must have the sizes of `src` on every axis but `axis`",
-        )
-    idtype: constexpr = str_to_ty(f"i{src.dtype.primitive_bitwidth}")
-    bits = src.to(idtype, bitcast=True)
-    # a new axis after `axis` runs over src's entries; `index` keeps its entries on `axis`
-    src_axis: constexpr = axis + 1
-    candidates = expand_dims(bits, axis)  # [..., 1, n_src, ...]
-    wanted = expand_dims(index, src_axis)  # [..., n_index, 1, ...]
-    positions_shape: constexpr = ()
-    for d in static_range(rank + 1):
-        positions_shape = positions_shape + (src.shape[axis] if d == src_axis else 1,)
-    positions = reshape(arange(0, src.shape[axis]), positions_shape)
-    picked = where(wanted == positions, candidates, 0)
-    return sum(picked, src_axis, dtype=idtype).to(src.dtype, bitcast=True)

@@ -4,7 +4,12 @@
 `InterpretedKernel.run(args, grid, trace=None)` runs it on numpy arrays (written in place).
 """
 
-from kernellab.backends.interpreter.errors import DeviceAssertionError, InterpreterError, OutOfBoundsError
+from kernellab.backends.interpreter.errors import (
+    DeviceAssertionError,
+    GatherIndexError,
+    InterpreterError,
+    OutOfBoundsError,
+)
 from kernellab.backends.interpreter.kernel import InterpretedKernel, prepare
 from kernellab.backends.interpreter.trace import AccessRecord, AccessTrace
 
@@ -12,6 +17,7 @@ __all__ = [
     "AccessRecord",
     "AccessTrace",
     "DeviceAssertionError",
+    "GatherIndexError",
     "InterpretedKernel",
     "InterpreterError",
     "OutOfBoundsError",

@@ -11,6 +11,10 @@ class OutOfBoundsError(InterpreterError, IndexError):
     """A load, store or atomic touched memory outside its argument's buffer (nothing was accessed)."""
 
 
+class GatherIndexError(InterpreterError, IndexError):
+    """A `tl.gather` index outside its source's axis (undefined in Triton, so refused here)."""
+
+
 class DeviceAssertionError(InterpreterError, AssertionError):
     """A `tl.device_assert` condition was false."""
 

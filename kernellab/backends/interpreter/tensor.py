@@ -1,4 +1,4 @@
-"""Program ids, ranges, shape changes, pointer arithmetic and tt.dot.
+"""Program ids, ranges, shape changes, gathers, pointer arithmetic and tt.dot.
 
 Values carry a leading program axis (size P, or 1 when uniform), so a tensor op on dim `d`
 works on numpy axis `d + 1`. Splat and broadcast return broadcast views: no copies.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from kernellab.backends.interpreter.compiler import builds
+from kernellab.backends.interpreter.debug import first_false
+from kernellab.backends.interpreter.errors import GatherIndexError
 from kernellab.backends.interpreter.dtypes import F32, F64, I64, NARROW_FLOATS, np_dtype, round_float
 from kernellab.backends.interpreter.ops import elementwise
 from kernellab.ir import tt
@@ -99,6 +101,32 @@ def _split(c, op):
         e = fr.env
         x = e[s]
         e[lhs], e[rhs] = x[..., 0], x[..., 1]
+
+    return run
+
+
+@builds(tt.GatherOp)
+def _gather(c, op):
+    """numpy's take_along_axis; an index outside [0, n) raises with the source line (Triton
+    leaves it undefined; compiled kernels wrap it modulo n)."""
+    axis = op.axis.value.data
+    n = tt.shape_of(op.src.type)[axis]
+    s, i, o = c.slot(op.src), c.slot(op.indices), c.slot(op.result)
+    where = c.location(op)
+
+    def run(fr):
+        e = fr.env
+        src, idx = _same_programs(e[s], e[i])
+        ok = (idx >= 0) & (idx < n)
+        if not ok.all():
+            at, index = first_false(fr, ok)
+            value = int(idx[np.unravel_index(int(np.argmin(ok)), ok.shape)])
+            raise GatherIndexError(
+                f"{where}: tl.gather index {value} is outside [0, {n}) on axis {axis} ({at}, "
+                f"index element {index}); Triton leaves such a gather undefined: clamp or mask "
+                "the index"
+            )
+        e[o] = np.take_along_axis(src, idx.astype(np.intp), axis + 1)
 
     return run
 

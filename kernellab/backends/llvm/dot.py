@@ -224,20 +224,20 @@ def _k_loop(ctx, work, K: int, step: int, k_steps, a_op, b_op, pairs):
     return counted_loop(ctx, work, K, step, lambda values, k0: k_steps(values, k0, step))
 
 
-def counted_loop(ctx, values: list, count: int, step: int, body) -> list:
+def counted_loop(ctx, values: list, count: int, step: int, body, name: str = "dot.k") -> list:
     """`values` (LLVM scalars or vectors) after body(values, i) for i = 0, step, ... < count,
     as an LLVM loop whose phis carry them: code size independent of `count`."""
     b = ctx.b
     pre = b.block
-    loop = ctx.fn.append_basic_block("dot.k")
-    exit_ = ctx.fn.append_basic_block("dot.k.exit")
+    loop = ctx.fn.append_basic_block(name)
+    exit_ = ctx.fn.append_basic_block(f"{name}.exit")
     b.branch(loop)
     b.position_at_end(loop)
-    i = b.phi(I32, name="dot.k0")
+    i = b.phi(I32, name=f"{name}0")
     i.add_incoming(I32(0), pre)
     phis = []
     for v in values:
-        p = b.phi(v.type, name="dot.acc")
+        p = b.phi(v.type, name=f"{name}.acc")
         p.add_incoming(v, pre)
         phis.append(p)
     values = body(list(phis), i)

@@ -25,7 +25,8 @@ from kernellab.language.builtins import TRITON_MAX_TENSOR_NUMEL
 
 
 class ShapeMixin(SemanticBase):
-    """program_id, num_programs, arange, full, zeros, and reshaping, permuting, joining."""
+    """program_id, num_programs, arange, full, zeros, and reshaping, permuting, joining,
+    gathering."""
 
     # ------------------------------------------------------------- programs and creation
 
@@ -179,3 +180,27 @@ class ShapeMixin(SemanticBase):
             )
         ty = tl.block_type(input.dtype, [2 * input.shape[0]])
         return self._emit(tt.CatOp(input.handle, other.handle, to_ir_type(ty)), ty)
+
+    def gather(self, src, index, axis) -> tl.tensor:
+        src, index = self._block(src, "tl.gather"), self._block(index, "tl.gather")
+        rank = len(src.shape)
+        axis = self._wrap_axis(axis, rank, "tl.gather", src)
+        if len(index.shape) != rank:
+            raise SemanticError(
+                f"tl.gather: `index` must have the rank of `src`, got {show(index)} for "
+                f"{show(src)}; reshape the index to {rank} dimensions"
+            )
+        if any(d != axis and i != s for d, (i, s) in enumerate(zip(index.shape, src.shape))):
+            raise SemanticError(
+                f"tl.gather: `index` must have the sizes of `src` on every axis but `axis`, got "
+                f"{show(index)} for {show(src)} along axis {axis}; broadcast the index first"
+            )
+        if not index.dtype.is_int() or index.dtype.is_bool():
+            raise SemanticError(
+                f"tl.gather: `index` must be integers, got {show(index)}; convert it with "
+                ".to(tl.int32)"
+            )
+        if index.dtype.is_int_unsigned() and index.dtype.primitive_bitwidth < 32:
+            index = self._cast(index, tl.int32)  # every index is read as signed from here on
+        ty = tl.block_type(src.dtype, list(index.shape))
+        return self._emit(tt.GatherOp(src.handle, index.handle, axis, to_ir_type(ty)), ty)

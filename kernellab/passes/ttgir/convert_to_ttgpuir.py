@@ -6,7 +6,9 @@ step, last dim fastest; see encodings.blocked_for), except where an op fixes its
   - tt.expand_dims needs its operand in the slice of its result's layout, tt.broadcast needs its
     operand in its result's layout, tt.trans permutes its operand's layout;
   - tt.dot (lowered with FMAs until tensor cores come) takes its operands as `#ttg.dot_op` of
-    its result's blocked layout.
+    its result's blocked layout;
+  - tt.gather takes its index in its result's layout (each thread reads the index of every
+    result element it holds), its source in the source's own default layout.
 Where an operand's layout differs from what its op needs, a ttg.convert_layout is inserted;
 remove_layout_conversions removes most of them later. Loop-carried values keep the layout of
 their initial value. Scalars, including the arguments of reduce/scan combine regions, stay
@@ -123,6 +125,8 @@ class _Converter(StructuredWalk):
             return [retyped(op.src.type, ttg.SliceEncodingAttr(op.axis.value.data, parent))]
         if isinstance(op, tt.BroadcastOp):
             return [retyped(op.src.type, ttg.encoding_of(op.result.type))]
+        if isinstance(op, tt.GatherOp):
+            return [self.default(op.src.type), retyped(op.indices.type, ttg.encoding_of(op.result.type))]
         if isinstance(op, tt.DotOp):
             parent = ttg.encoding_of(op.d.type)
             return [

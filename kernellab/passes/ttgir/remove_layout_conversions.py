@@ -21,7 +21,9 @@ follow its dot's MMA layout: the loop body loses its conversions, and the one pu
 the epilogue's store runs once. A `ttg.local_alloc` stores any distributed layout into shared
 memory, so a value written there follows the moved layout and needs no conversion back.
 
-The layouts coalesce chose for loads and stores never change: memory ops are fixed points.
+The layouts coalesce chose for loads and stores never change: memory ops are fixed points, and
+so is tt.gather (its index stays in its result's layout, its source where it is: the lowering
+goes through shared memory whatever the layouts, so moving either would only add conversions).
 Dead ops left behind are erased. Each rewrite is a named pattern of the rewrite engine, swept
 over the conversions in rounds (forward, backward, fold): sink-conversion, carry-in-layout,
 rematerialize, fold-conversion.

@@ -82,6 +82,45 @@ def test_dot_operands_become_dot_op_of_the_blocked_result():
     ])  # fmt: skip
 
 
+GATHER = """builtin.module {
+  tt.func public @rows(%table: tensor<64x32xf32>, %ids: tensor<64x8xi32>, %out: !tt.ptr<f32> {tt.divisibility = 16 : i32}) {
+    %g = tt.gather %table[%ids] {axis = 1 : i32} : (tensor<64x32xf32>, tensor<64x8xi32>) -> tensor<64x8xf32>
+    %two = arith.addf %g, %g : tensor<64x8xf32>
+    %r = tt.make_range {end = 8 : i32, start = 0 : i32} : tensor<8xi32>
+    %c = tt.expand_dims %r {axis = 0 : i32} : tensor<8xi32> -> tensor<1x8xi32>
+    %cb = tt.broadcast %c : tensor<1x8xi32> -> tensor<64x8xi32>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<64x8x!tt.ptr<f32>>
+    %op = tt.addptr %os, %cb : tensor<64x8x!tt.ptr<f32>>, tensor<64x8xi32>
+    tt.store %op, %two : tensor<64x8x!tt.ptr<f32>>
+    tt.return
+  }
+}
+"""
+
+
+def test_gather_takes_its_index_in_its_result_layout_and_stays_put():
+    """Source and index get their shapes' default layouts, the result the index's; after
+    coalesce picks a 4-wide layout for the store, the one conversion left sits between the
+    addf and the store: nothing moves into or through the gather."""
+    gather = ("tt.gather %table[%ids] {axis = 1 : i32} : (tensor<64x32xf32, #blocked>, "
+              "tensor<64x8xi32, #blocked1>) -> tensor<64x8xf32, #blocked1>")
+    ir = run(GATHER)
+    check(ir, [
+        "#blocked = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>",
+        "#blocked1 = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>",
+        gather,
+        "%two = arith.addf %g, %g : tensor<64x8xf32, #blocked1>",
+    ])  # fmt: skip
+    ir = run(GATHER, coalesce, remove_layout_conversions)
+    check(ir, [
+        "#blocked2 = #ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]}>",
+        gather,
+        "%two = arith.addf %g, %g : tensor<64x8xf32, #blocked1>",
+        "ttg.convert_layout %two : tensor<64x8xf32, #blocked1> -> tensor<64x8xf32, #blocked2>",
+    ])  # fmt: skip
+    assert ir.count("ttg.convert_layout") == 1
+
+
 def test_loop_carried_values_take_their_initial_layout():
     text = """builtin.module {
   tt.func public @k(%n: i32) {
