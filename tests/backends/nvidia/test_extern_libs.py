@@ -275,9 +275,11 @@ def test_asin_on_the_gpu_with_and_without_libdevice(rng, dtype):
     expected = np.arcsin(f64(host))
     eps, tiny = float(np.finfo(host.dtype).eps), float(np.finfo(host.dtype).tiny)
     grid = (kl.cdiv(n, 1024),)
-    # kernellab's own asin: within an ulp (its documented bound); NVIDIA's: within 2 ulps (the
-    # CUDA Math API's bound for asinf and asin)
-    for extern_libs, ulps in ((None, 1.0), ({"libdevice": LIBDEVICE}, 2.0)):
+    # kernellab's own asin: within the bound tests/language/test_libdevice.py holds it to (1
+    # ulp for fp32, 8 for fp64: it reached 4 on an H200); NVIDIA's: within 2 ulps (the CUDA
+    # Math API's bound for asinf and asin). Ulps here are eps·|expected|, as in that test.
+    own = 1.0 if dtype == "fp32" else 8.0
+    for extern_libs, ulps in ((None, own), ({"libdevice": LIBDEVICE}, 2.0)):
         out = torch.full_like(x, float("nan"))
         options = {} if extern_libs is None else {"extern_libs": extern_libs}
         ck = asin_kernel[grid](x, out, n, BLOCK_SIZE=1024, **options)
