@@ -16,7 +16,8 @@ operands (`tt.load` → `ttg.local_alloc`) are pipelined.
 The rewrite, for S stages (Triton's shape):
   - each pipelined load gets a ring of S-1 slots: one `ttg.local_alloc` of S-1 tiles (the
     shared layout of the local_alloc it fed, or unswizzled in the load's order when it fed
-    registers);
+    registers); S slots when the loop's warp-group dot runs asynchronously (see below), since
+    that dot still reads one slot while the next S-1 iterations' copies land;
   - the prologue issues the copies of iterations 0..S-2 (`ttg.async_copy_global_to_local` into
     slot i, masked by `i < trip count`), each iteration's copies one commit group;
   - iteration k starts with `ttg.async_wait {num = S-2}` (its own group has landed; the
@@ -69,7 +70,8 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
             continue
         per_slot = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
         fitting = stages
-        while shared_limit is not None and fitting >= 2 and per_slot * (fitting - 1) > shared_limit:
+        while (shared_limit is not None and fitting >= 2
+               and per_slot * _slots(loop.body.block, plan, fitting) > shared_limit):  # fmt: skip
             fitting -= 1
         if fitting < 2:
             rewrites.note("too-big-to-pipeline")
@@ -320,9 +322,9 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     body = loop.body.block
     iv = body.args[0]
     iv_type = iv.type
-    slots = stages - 1
     async_dot = _async_dot(body, plan, stages)
-    ahead = slots - 1 if async_dot else slots  # iterations in flight beyond this one
+    slots = _slots(body, plan, stages)
+    ahead = stages - 1  # iterations in flight beyond this one
     before = _Builder(InsertPoint.before(loop))
 
     rings = []
@@ -389,6 +391,13 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         drain.insert(0, final)
     for op in reversed(drain):
         Rewriter.insert_op(op, InsertPoint.after(new_loop))
+
+
+def _slots(body: Block, plan: _Plan, stages: int) -> int:
+    """Slots of each ring: S-1, one more when the loop's warp-group dot runs asynchronously
+    (it still reads this iteration's slot while the copies of the next S-1 land), as Triton
+    gives an MMA v3 operand one buffer more."""
+    return stages if _async_dot(body, plan, stages) is not None else stages - 1
 
 
 @dataclass
