@@ -10,6 +10,7 @@ from conftest import NP_DTYPES, assert_equal, poison, random_array
 
 import kernellab as kl
 import kernellab.language as tl
+from tests.language.test_gather import gather_2d
 
 
 @kl.jit
@@ -144,19 +145,6 @@ def test_histogram(launch, rng):
         assert_equal(out[p], expected.astype(np.int32))
 
 
-@kl.jit
-def gather_kernel(
-    src_ptr, idx_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, I: tl.constexpr,
-    AXIS: tl.constexpr,
-):  # fmt: skip
-    src = tl.load(src_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
-    if AXIS == 0:  # an I x N index into the M rows
-        where = tl.arange(0, I)[:, None] * N + tl.arange(0, N)[None, :]
-    else:  # an M x I index into the N columns
-        where = tl.arange(0, M)[:, None] * I + tl.arange(0, I)[None, :]
-    tl.store(out_ptr + where, tl.gather(src, tl.load(idx_ptr + where), AXIS))
-
-
 @pytest.mark.parametrize(
     ("dtype", "axis"), [("float32", 0), ("float16", 1), ("int8", 0), ("int64", 1)]
 )
@@ -166,7 +154,7 @@ def test_gather(launch, rng, dtype, axis):
     shape = (i, n) if axis == 0 else (m, i)
     index = rng.integers(0, (m, n)[axis], shape).astype(np.int32)
     out = poison(shape, src.dtype)
-    launch(gather_kernel, (1,), src, index, out, M=m, N=n, I=i, AXIS=axis)
+    launch(gather_2d, (1,), src, index, out, M=m, N=n, I=i, AXIS=axis)
     assert_equal(out, np.take_along_axis(src, index, axis))
 
 

@@ -21,7 +21,7 @@ from kernellab.compiler import cache as disk
 from kernellab.language import core
 from kernellab.language.extra import libdevice
 from kernellab.passes.manager import PassError
-from tests.language.test_libdevice import UNARY, _inputs
+from tests.language.test_libdevice import UNARY, _inputs, binary_kernel, unary_kernel
 
 
 def _find_libdevice() -> str | None:
@@ -46,18 +46,6 @@ def asin_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
     tl.store(y_ptr + offsets, libdevice.asin(x), mask=mask)
-
-
-@kl.jit
-def unary_kernel(x_ptr, out_ptr, FN: tl.constexpr, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    tl.store(out_ptr + offs, getattr(libdevice, FN)(tl.load(x_ptr + offs)))
-
-
-@kl.jit
-def binary_kernel(x_ptr, y_ptr, out_ptr, FN: tl.constexpr, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    tl.store(out_ptr + offs, getattr(libdevice, FN)(tl.load(x_ptr + offs), tl.load(y_ptr + offs)))
 
 
 @kl.jit
