@@ -71,7 +71,7 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
         per_slot = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
         fitting = stages
         while (shared_limit is not None and fitting >= 2
-               and per_slot * _slots(loop.body.block, plan, fitting) > shared_limit):  # fmt: skip
+               and per_slot * _slots(_async_dot(loop.body.block, plan, fitting), fitting) > shared_limit):  # fmt: skip
             fitting -= 1
         if fitting < 2:
             rewrites.note("too-big-to-pipeline")
@@ -323,7 +323,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     iv = body.args[0]
     iv_type = iv.type
     async_dot = _async_dot(body, plan, stages)
-    slots = _slots(body, plan, stages)
+    slots = _slots(async_dot, stages)
     ahead = stages - 1  # iterations in flight beyond this one
     before = _Builder(InsertPoint.before(loop))
 
@@ -393,11 +393,11 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         Rewriter.insert_op(op, InsertPoint.after(new_loop))
 
 
-def _slots(body: Block, plan: _Plan, stages: int) -> int:
+def _slots(async_dot: _AsyncDot | None, stages: int) -> int:
     """Slots of each ring: S-1, one more when the loop's warp-group dot runs asynchronously
     (it still reads this iteration's slot while the copies of the next S-1 land), as Triton
     gives an MMA v3 operand one buffer more."""
-    return stages if _async_dot(body, plan, stages) is not None else stages - 1
+    return stages if async_dot is not None else stages - 1
 
 
 @dataclass

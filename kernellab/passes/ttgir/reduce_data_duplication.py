@@ -43,8 +43,9 @@ def run(module: ModuleOp) -> bool:
         ):
             continue
         shape = op.src.type.get_shape()
+        # MMA operands only: the FMA dot reads its operands from shared memory in its K loop
         if isinstance(dst.parent, ttg.NvidiaMmaEncodingAttr) and _thread_local(src, dst, shape):
-            continue  # (the FMA dot reads its operands from shared memory in its K loop)
+            continue
         memdesc = ttg.MemDescType(
             shape, op.src.type.element_type, shared_encoding(src, dst, shape, element_bytes(op.src.type))
         )
