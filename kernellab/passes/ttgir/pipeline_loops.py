@@ -71,7 +71,8 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
         per_slot = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
         fitting = stages
         while (shared_limit is not None and fitting >= 2
-               and per_slot * _slots(_async_dot(loop.body.block, plan, fitting), fitting) > shared_limit):  # fmt: skip
+               and per_slot * _slots(loop.body.block, _async_dot(loop.body.block, plan, fitting), fitting)
+               > shared_limit):  # fmt: skip
             fitting -= 1
         if fitting < 2:
             rewrites.note("too-big-to-pipeline")
@@ -323,7 +324,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     iv = body.args[0]
     iv_type = iv.type
     async_dot = _async_dot(body, plan, stages)
-    slots = _slots(async_dot, stages)
+    slots = _slots(body, async_dot, stages)
     ahead = stages - 1  # iterations in flight beyond this one
     before = _Builder(InsertPoint.before(loop))
 
@@ -357,10 +358,14 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         write_slot = body.insert_arg(i32, len(body.args))
         inits.append(before.const(ahead))
 
-    _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
+    wait = _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
     reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
     if async_dot is not None:
-        refill_after = _wait_for_previous_dot(async_dot)
+        previous_dot_done = _wait_for_previous_dot(async_dot)
+    if _refills_first(body):  # the refilled slot was last read before the wait's barrier
+        refill_after = wait
+    elif async_dot is not None:
+        refill_after = previous_dot_done
     else:
         refill_after = _last_reader(body, reads)
     issue = _Builder(InsertPoint.after(refill_after))
@@ -393,11 +398,22 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         Rewriter.insert_op(op, InsertPoint.after(new_loop))
 
 
-def _slots(async_dot: _AsyncDot | None, stages: int) -> int:
-    """Slots of each ring: S-1, one more when the loop's warp-group dot runs asynchronously
-    (it still reads this iteration's slot while the copies of the next S-1 land), as Triton
-    gives an MMA v3 operand one buffer more."""
-    return stages if async_dot is not None else stages - 1
+def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
+    """Slots of each ring: S-1 for the copies in flight and the slot this iteration reads;
+    one more where the refill comes first (`_refills_first`: it writes the slot the previous
+    iteration read, not this one's), and one more again under an asynchronous warp-group dot
+    (the previous iteration's dot may still read its slot), as Triton gives an MMA v3 operand
+    one buffer more."""
+    return stages - 1 + _refills_first(body) + (async_dot is not None)
+
+
+def _refills_first(body: Block) -> bool:
+    """Whether each iteration issues its refill right after its wait (a loop with a dot: the
+    barrier that follows the wait already separates the refill from every earlier read of
+    that slot, so none has to be added before it; a slot more per ring buys that). Other
+    loops refill after their last read of the slot and keep their rings small: a row loop's
+    occupancy is set by its shared memory."""
+    return any(isinstance(op, DOTS) for op in body.ops)
 
 
 @dataclass

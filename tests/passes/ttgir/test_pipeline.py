@@ -112,21 +112,22 @@ def test_matmul_tutorial_stages_dot_operands_in_shared_memory():
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_matmul_tutorial_pipelines_its_loads_over_num_stages(stages):
-    """Rings of `stages`-1 tiles; the prologue copies iterations 0..stages-2, one commit group
-    each; the loop waits for its own tile (stages-2 groups may stay in flight), reads its slot
-    and, once the dot has, refills it with the tile stages-1 iterations ahead; the epilogue
-    drains and frees."""
+    """Rings of `stages` tiles (stages-1 in flight, one being read); the prologue copies
+    iterations 0..stages-2, one commit group each; the loop waits for its own tile (stages-2
+    groups may stay in flight), at once refills the slot the previous iteration read with the
+    tile stages-1 iterations ahead (the barrier after the wait orders it after that read), then
+    reads its slot and runs the dot; the epilogue drains and frees."""
     ir = matmul_ttgir(num_stages=stages)
     prologue = ["ttg.async_copy_global_to_local %a_ptrs", "ttg.async_copy_global_to_local %b_ptrs",
                 "ttg.async_commit_group"] * (stages - 1)  # fmt: skip
     check(ir, [
-        f"ttg.local_alloc : () -> !ttg.memdesc<{stages - 1}x64x32xf16, #shared, #smem, mutable>",
-        f"ttg.local_alloc : () -> !ttg.memdesc<{stages - 1}x32x64xf16, #shared1, #smem, mutable>",
+        f"ttg.local_alloc : () -> !ttg.memdesc<{stages}x64x32xf16, #shared, #smem, mutable>",
+        f"ttg.local_alloc : () -> !ttg.memdesc<{stages}x32x64xf16, #shared1, #smem, mutable>",
         *prologue,
         "scf.for",
         f"ttg.async_wait {{num = {stages - 2} : i32}}",
-        "ttg.memdesc_index", "ttg.memdesc_index", "ttg.local_load", "ttg.local_load", "tt.dot",
         "ttg.async_copy_global_to_local", "ttg.async_copy_global_to_local", "ttg.async_commit_group",
+        "ttg.memdesc_index", "ttg.memdesc_index", "ttg.local_load", "ttg.local_load", "tt.dot",
         "scf.yield",
         "ttg.async_wait {num = 0 : i32}", "ttg.local_dealloc", "ttg.local_dealloc",
     ])  # fmt: skip
