@@ -14,21 +14,25 @@ value is 0 or can be selected afterwards. In a loop with a dot only the loads th
 operands (`tt.load` → `ttg.local_alloc`) are pipelined.
 
 The rewrite, for S stages (Triton's shape):
-  - each pipelined load gets a ring of S-1 slots: one `ttg.local_alloc` of S-1 tiles (the
+  - each pipelined load gets a ring of slots, one `ttg.local_alloc` with a leading dim (the
     shared layout of the local_alloc it fed, or unswizzled in the load's order when it fed
-    registers); S slots when the loop's warp-group dot runs asynchronously (see below), since
-    that dot still reads one slot while the next S-1 iterations' copies land;
+    registers): S-1 slots in a plain loop; S in a loop with a dot, whose refill comes first
+    (below) and so writes the slot the previous iteration read; S+1 when that dot is an
+    asynchronous warp-group dot, since the previous iteration's dot may still be reading;
   - the prologue issues the copies of iterations 0..S-2 (`ttg.async_copy_global_to_local` into
     slot i, masked by `i < trip count`), each iteration's copies one commit group;
   - iteration k starts with `ttg.async_wait {num = S-2}` (its own group has landed; the
-    lowering follows the wait with a barrier), reads its tile from slot k mod (S-1) (the
-    memdesc the local_alloc made, or a `ttg.local_load`, then `arith.select` with the load's
-    `other`), and after the last op reading the slot (the dot) refills the slot with the copies
-    of iteration k+S-1, so S-2 groups stay in flight behind the math;
-  - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them) and an i32
-    iter_arg carries the slot; after the loop, `ttg.async_wait {num = 0}` and
+    lowering follows the wait with a barrier) and reads its tile from its slot (the memdesc
+    the local_alloc made, or a `ttg.local_load`, then `arith.select` with the load's `other`);
+    the copies of iteration k+S-1 refill the oldest slot, so S-2 groups stay in flight behind
+    the math. In a loop with a dot the refill comes right after the wait: the wait's barrier
+    already orders it after every earlier read of that slot, so the loop needs no second
+    barrier. A plain loop (a row loop like the persistent softmax, whose occupancy is set by
+    its shared memory) keeps S-1 slots and refills after its last read of the slot;
+  - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them) and i32
+    iter_args carry the read and write slots; after the loop, `ttg.async_wait {num = 0}` and
     `ttg.local_dealloc` of each ring.
-The old address computations of iteration k are left to dce. Where S-1 slots would pass
+The old address computations of iteration k are left to dce. Where the rings would pass
 `shared_limit`, the loop gets the largest S that fits (at least 2). As in Triton, a store in the
 loop is not assumed to alias a pipelined load: loads of later iterations move above it.
 """
