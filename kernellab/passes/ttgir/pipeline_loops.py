@@ -403,8 +403,9 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
 
 
 def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
-    """Slots of each ring: S-1 for the copies in flight and the slot this iteration reads;
-    one more where the refill comes first (`_refills_first`: it writes the slot the previous
+    """Slots of each ring: S-1, one per iteration whose copies are in flight (this one's
+    included), where the refill reuses this iteration's slot after its last read; one more
+    where the refill comes first (`_refills_first`: it writes the slot the previous
     iteration read, not this one's), and one more again under an asynchronous warp-group dot
     (the previous iteration's dot may still read its slot), as Triton gives an MMA v3 operand
     one buffer more."""
