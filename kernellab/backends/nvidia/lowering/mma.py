@@ -86,7 +86,7 @@ def _mma_dot(ctx, op) -> None:
     b_tiles = _tiles(b_lay, (k, 8))
     c_tiles = _tiles(c_tv.lay, (16, 8))
     precision = op.input_precision.data if isinstance(elem, builtin.Float32Type) else ""
-    pack = _packer(ctx, elem)
+    pack = fragment_packer(ctx, elem)
     out = list(c_tv.regs)
     k_tiles = sorted({key[-1] for key in a_tiles})
     for kt in k_tiles:  # tile keys: (batch,) row tile, column tile
@@ -125,7 +125,7 @@ def _products(a_part, b_part, precision: str):
     return [(a_part, b_part)]
 
 
-def _packer(ctx, elem):
+def fragment_packer(ctx, elem):
     """fn(fragment values) -> the 32-bit registers mma.sync takes (fp32: (big, small) tf32
     register lists, rounded by the target's tf32_round like the FMA dot and the interpreter)."""
     b = ctx.b

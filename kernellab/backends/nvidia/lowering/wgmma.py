@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float8E4M3FNType, Float8E5M2Type
 from kernellab.backends.llvm.layout import _log2
 from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval
 from kernellab.backends.llvm.types import F32, I32, I64, TV
+from kernellab.backends.nvidia.lowering.mma import fragment_packer
 from kernellab.ir import ttg, ttng
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
@@ -141,23 +142,18 @@ class _RegisterA:
     transposed = False
 
     def __init__(self, ctx, value):
-        self.ctx = ctx
         self.lay = ctx.lay(value.type)
         self.regs = list(ctx.regs(value, self.lay))
+        self.pack = fragment_packer(ctx, value.type.element_type)  # mma.sync's: 2 halves per .b32
 
     def fragment(self, m_rep: int, kk: int) -> list:
         """The four .b32 registers of the instruction at rows m_rep.., columns kk..: a_i holds
         row 8*(i & 1), columns 8*(i >> 1) + {0, 1} of the thread's part."""
-        b = self.ctx.b
-        out = []
+        values = []
         for i in range(4):
             row, col = m_rep + 8 * (i & 1), kk + 8 * (i >> 1)
-            pair = [self.regs[_register(self.lay, row, col + c)] for c in (0, 1)]
-            vector = ir.Constant(ir.VectorType(pair[0].type, 2), ir.Undefined)
-            for c, value in enumerate(pair):
-                vector = b.insert_element(vector, value, I32(c))
-            out.append(b.bitcast(vector, I32))
-        return out
+            values += [self.regs[_register(self.lay, row, col + c)] for c in (0, 1)]
+        return self.pack(values)
 
 
 class _Descriptor:
