@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     i1,
@@ -579,6 +580,143 @@ class StoreOp(_PointerOpFormat, IRDLOperation):
         )
 
 
+class _DescriptorFormat:
+    """Print/parse `%base[%shape...] strides [%strides...] at [%offsets...] {attrs} : <ptr
+    type>` (then `-> <tile type>` for a load, `, <tile type>` for a store's value first)."""
+
+    def _print_parts(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.base)
+        for keyword, values in (("", self.shape), (" strides ", self.strides), (" at ", self.offsets)):
+            printer.print_string(f"{keyword}[")
+            printer.print_list(values, printer.print_operand)
+            printer.print_string("]")
+        attrs = {**self.properties, **self.attributes}
+        printer.print_op_attributes({k: v for k, v in attrs.items() if k != "operandSegmentSizes"})
+
+    @staticmethod
+    def _parse_parts(parser):
+        base = parser.parse_unresolved_operand()
+        square = parser.Delimiter.SQUARE
+        shape = parser.parse_comma_separated_list(square, parser.parse_unresolved_operand)
+        parser.parse_keyword("strides")
+        strides = parser.parse_comma_separated_list(square, parser.parse_unresolved_operand)
+        parser.parse_keyword("at")
+        offsets = parser.parse_comma_separated_list(square, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        return base, shape, strides, offsets, attrs
+
+    @staticmethod
+    def _resolve(parser, base, shape, strides, offsets, ptr_type):
+        i64 = IntegerType(64)
+        return (
+            parser.resolve_operand(base, ptr_type),
+            [parser.resolve_operand(v, i64) for v in shape],
+            [parser.resolve_operand(v, i64) for v in strides],
+            [parser.resolve_operand(v, i32) for v in offsets],
+        )
+
+
+def _descriptor_props(padding: str, host: str) -> dict[str, Attribute]:
+    props: dict[str, Attribute] = {"padding": StringAttr(padding)}
+    if host:
+        props["host"] = StringAttr(host)
+    return props
+
+
+@irdl_op_definition
+class DescriptorLoadOp(_DescriptorFormat, IRDLOperation):
+    """A tile of a tensor descriptor: the tensor at `base` (i64 `shape` and `strides` in
+    elements, one per dim) read at i32 `offsets`; elements outside [0, shape) read `padding`
+    ("zero" or "nan"). `host` names the kernel parameter when the descriptor is a host
+    `TensorDescriptor` argument (whose tensor map the launcher can encode). Kept as one op so
+    that a target with a copy engine (Hopper's TMA) can take it whole; every other target
+    rewrites it into masked pointer loads (passes/lower_descriptors.py)."""
+
+    name = "tt.descriptor_load"
+    base = operand_def()
+    shape = var_operand_def()
+    strides = var_operand_def()
+    offsets = var_operand_def()
+    result = result_def()
+    padding = prop_def(StringAttr)
+    host = opt_prop_def(StringAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(_ReadsMemory())
+
+    def __init__(self, base, shape, strides, offsets, result_type, padding="zero", host=""):
+        super().__init__(
+            operands=[base, list(shape), list(strides), list(offsets)],
+            result_types=[result_type],
+            properties=_descriptor_props(padding, host),
+        )
+
+    def print(self, printer: Printer) -> None:
+        self._print_parts(printer)
+        printer.print_string(" : ")
+        printer.print_attribute(self.base.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser):
+        base, shape, strides, offsets, attrs = cls._parse_parts(parser)
+        parser.parse_punctuation(":")
+        ptr_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        base, shape, strides, offsets = cls._resolve(parser, base, shape, strides, offsets, ptr_type)
+        host = attrs.get("host")
+        return cls(base, shape, strides, offsets, result_type, attrs["padding"].data,
+                   host.data if host else "")  # fmt: skip
+
+
+@irdl_op_definition
+class DescriptorStoreOp(_DescriptorFormat, IRDLOperation):
+    """Writes `value` (a tile of the descriptor's block shape) at `offsets`; elements outside
+    the tensor are not written. Operands as `tt.descriptor_load`'s."""
+
+    name = "tt.descriptor_store"
+    base = operand_def()
+    shape = var_operand_def()
+    strides = var_operand_def()
+    offsets = var_operand_def()
+    value = operand_def()
+    padding = prop_def(StringAttr)
+    host = opt_prop_def(StringAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(_WritesMemory())
+
+    def __init__(self, base, shape, strides, offsets, value, host=""):
+        super().__init__(
+            operands=[base, list(shape), list(strides), list(offsets), value],
+            properties=_descriptor_props("zero", host),
+        )
+
+    def print(self, printer: Printer) -> None:
+        self._print_parts(printer)
+        printer.print_string(", ")
+        printer.print_operand(self.value)
+        printer.print_string(" : ")
+        printer.print_attribute(self.base.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser):
+        base, shape, strides, offsets, attrs = cls._parse_parts(parser)
+        parser.parse_punctuation(",")
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        ptr_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        value_type = parser.parse_type()
+        base, shape, strides, offsets = cls._resolve(parser, base, shape, strides, offsets, ptr_type)
+        host = attrs.get("host")
+        return cls(base, shape, strides, offsets, parser.resolve_operand(value, value_type),
+                   host.data if host else "")  # fmt: skip
+
+
 ATOMIC_RMW_OPS = ("and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch")
 MEMORY_SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
 MEMORY_SCOPES = ("gpu", "cta", "sys")
@@ -935,6 +1073,8 @@ TT = Dialect(
         FpToFpOp,
         LoadOp,
         StoreOp,
+        DescriptorLoadOp,
+        DescriptorStoreOp,
         AtomicRMWOp,
         AtomicCASOp,
         DotOp,

@@ -1,6 +1,9 @@
 """The TTIR pipeline: the passes that clean up the frontend's IR, in order.
 
-1. inline       first, so every later pass sees helper functions' code in context (constant
+0. lower_descriptors  tensor descriptor accesses as masked pointer loads and stores, except
+                those the target copies whole (`keep`, Hopper's TMA); first, so the passes below
+                clean up the index math.
+1. inline       so every later pass sees helper functions' code in context (constant
                 arguments fold, duplicates across call sites merge).
 2. canonicalize folds constants and identities the frontend leaves (`pid * 1`, splats of
                 constants, branches on constexpr-derived constants).
@@ -13,19 +16,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects.builtin import ModuleOp
 
-from kernellab.passes import canonicalize, cse, dce, inline, licm
+from kernellab.passes import canonicalize, cse, dce, inline, licm, lower_descriptors
 from kernellab.passes.manager import PassManager, PassRecord
 
-TTIR_PASSES = [inline, canonicalize, cse, licm, canonicalize, dce]
+TTIR_PASSES = [inline, lower_descriptors, canonicalize, cse, licm, canonicalize, dce]
 
 
-def make_ttir(module: ModuleOp, options=None, trace: bool = True) -> list[PassRecord]:
-    """Run the TTIR passes on `module` in place; `options.debug` verifies after each pass."""
+@dataclass(frozen=True)
+class _LowerDescriptors:
+    NAME = lower_descriptors.NAME
+    keep: object
+
+    def run(self, module: ModuleOp):
+        return lower_descriptors.run(module, self.keep)
+
+
+def make_ttir(module: ModuleOp, options=None, trace: bool = True, keep_descriptors=None) -> list[PassRecord]:
+    """Run the TTIR passes on `module` in place; `options.debug` verifies after each pass.
+    `keep_descriptors(op) -> reason` keeps the descriptor accesses a target copies whole (those
+    with no reason to lower them)."""
     debug = (
         options.get("debug", False)
         if isinstance(options, dict)
         else getattr(options, "debug", False)
     )
-    return PassManager(TTIR_PASSES, trace=trace, verify=bool(debug)).run(module)
+    passes = [_LowerDescriptors(keep_descriptors) if p is lower_descriptors else p for p in TTIR_PASSES]
+    return PassManager(passes, trace=trace, verify=bool(debug)).run(module)

@@ -243,7 +243,7 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         if tree.kind == "tensor_descriptor":
             block, padding = tree.constants
             base, shape, strides = values
-            return TensorDescriptor(base, shape, strides, block, padding_value(padding))
+            return TensorDescriptor(base, shape, strides, block, padding_value(padding), path)
         return tuple(values)
 
     def _arg_type(self, node: ast.arg, ty: Any) -> tl.dtype:

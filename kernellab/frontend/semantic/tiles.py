@@ -2,11 +2,13 @@
 
 Both describe a 2-D (or N-D) window into a strided tensor in global memory. Neither becomes an
 IR type: a `BlockPointer` or `TensorDescriptor` is a compile-time record of scalar tensors
-(base, shape, strides, offsets) that the frontend carries through loops and calls like a tuple,
-and a load or store through one is spelled out here as ordinary pointer arithmetic with a mask
-per checked dim. So the GPU gets the same coalesced, vectorized, masked accesses as a
-hand-written kernel (axis analysis sees `offset + arange(block) * stride`), and the interpreter
-needs nothing new.
+(base, shape, strides, offsets) that the frontend carries through loops and calls like a tuple.
+A load or store through a block pointer is spelled out here as ordinary pointer arithmetic with
+a mask per checked dim (axis analysis sees `offset + arange(block) * stride`, so the GPU gets
+coalesced, vectorized, masked accesses). A load or store through a tensor descriptor becomes
+one `tt.descriptor_load` / `tt.descriptor_store` op carrying the record's scalars, so that
+Hopper can copy the tile with TMA; `passes/lower_descriptors.py` spells it out the same way
+wherever it is not (the interpreter, other targets), with the same mask on every dim.
 
 Semantics, as in Triton: `tl.load(block_ptr, boundary_check=(0, 1), padding_option="zero")`
 masks the dims listed in `boundary_check` (elements outside [0, shape) read `padding_option`:
@@ -20,7 +22,9 @@ from dataclasses import dataclass, replace
 
 from kernellab.frontend.errors import SemanticError
 from kernellab.frontend.semantic.base import SemanticBase, block_shape, int_list
-from kernellab.frontend.values import Aggregate, show, unwrap
+from kernellab.frontend.types import block_of, to_ir_type
+from kernellab.frontend.values import Aggregate, is_number, show, unwrap
+from kernellab.ir import tt
 from kernellab.language import core as tl
 
 _PADDING = {"": 0.0, "zero": 0.0, "nan": float("nan")}
@@ -60,12 +64,13 @@ class TensorDescriptor(Aggregate):
     strides: tuple
     block_shape: tuple
     padding: float = 0.0  # what out-of-bounds elements read
+    host: str = ""  # the kernel parameter, for a host TensorDescriptor argument
 
     # desc.<method>(...) → the tl builtin taking the descriptor first
     METHODS = {"load": "load_tensor_descriptor", "store": "store_tensor_descriptor"}
 
     def fields(self) -> tuple:
-        return (self.base, self.shape, self.strides, self.block_shape, self.padding)
+        return (self.base, self.shape, self.strides, self.block_shape, self.padding, self.host)
 
     def with_fields(self, fields: tuple) -> TensorDescriptor:
         return TensorDescriptor(*fields)
@@ -215,24 +220,57 @@ class TileMixin(SemanticBase):
         )
         self._pointer_store(pointers, value, mask, **access)
 
-    def _descriptor_tile(self, desc, offsets, what: str):
+    def _descriptor_tile(self, desc, offsets, what: str) -> tuple:
         if not isinstance(desc, TensorDescriptor):
             raise SemanticError(f"{what} needs a tensor descriptor, got {show(desc)}")
         rank = len(desc.block_shape)
-        starts = self._scalars(offsets, tl.int32, f"the offsets of {what}", rank)
-        return self._tile_addresses(
-            desc.base, desc.shape, desc.strides, starts, desc.block_shape, tuple(range(rank))
-        )
+        return self._scalars(offsets, tl.int32, f"the offsets of {what}", rank)
+
+    def _handles(self, values) -> list:
+        """IR values of a descriptor's shape or strides (tensors, or constexprs of a host
+        descriptor specialized to constants) as i64."""
+        return [self._cast(self.to_tensor(unwrap(v)), tl.int64).handle for v in values]
 
     def load_tensor_descriptor(self, desc, offsets) -> tl.tensor:
-        pointers, mask = self._descriptor_tile(desc, offsets, "desc.load")
-        return self._pointer_load(pointers, mask, tl.constexpr(desc.padding), cache="", evict="")
+        starts = self._descriptor_tile(desc, offsets, "desc.load")
+        if desc.dtype.is_bool():  # bools live in memory as int8: the pointer path converts them
+            pointers, mask = self._tile_addresses(
+                desc.base, desc.shape, desc.strides, starts, desc.block_shape,
+                tuple(range(len(starts))),
+            )  # fmt: skip
+            return self._pointer_load(pointers, mask, tl.constexpr(desc.padding), cache="", evict="")
+        ty = block_of(desc.dtype, desc.block_shape)
+        op = tt.DescriptorLoadOp(
+            desc.base.handle, self._handles(desc.shape), self._handles(desc.strides),
+            [s.handle for s in starts], to_ir_type(ty), "nan" if desc.padding != 0 else "zero",
+            desc.host,
+        )  # fmt: skip
+        return self._emit(op, ty)
 
     def store_tensor_descriptor(self, desc, offsets, value) -> None:
-        pointers, mask = self._descriptor_tile(desc, offsets, "desc.store")
+        starts = self._descriptor_tile(desc, offsets, "desc.store")
         if isinstance(value, tl.tensor) and value.shape != desc.block_shape:
             raise SemanticError(
                 f"desc.store of {show(value)} into tiles of {list(desc.block_shape)}; store a "
                 "block of the descriptor's block_shape"
             )
-        self._pointer_store(pointers, value, mask, cache="", evict="")
+        if desc.dtype.is_bool():
+            pointers, mask = self._tile_addresses(
+                desc.base, desc.shape, desc.strides, starts, desc.block_shape,
+                tuple(range(len(starts))),
+            )  # fmt: skip
+            self._pointer_store(pointers, value, mask, cache="", evict="")
+            return
+        if is_number(unwrap(value)):
+            tile = self._python_constant(unwrap(value), desc.dtype, desc.block_shape)
+        else:
+            tile = self._fit_to(
+                self._cast(self.to_tensor(unwrap(value)), desc.dtype), desc.block_shape,
+                "the value of desc.store",
+            )  # fmt: skip
+        self.builder.create(
+            tt.DescriptorStoreOp(
+                desc.base.handle, self._handles(desc.shape), self._handles(desc.strides),
+                [s.handle for s in starts], tile.handle, desc.host,
+            )  # fmt: skip
+        )

@@ -1,0 +1,99 @@
+"""lower-descriptors: `tt.descriptor_load` / `tt.descriptor_store` as masked pointer accesses.
+
+A tensor descriptor's tile is, per dim d, the indices `offset_d + arange(block_d)`; the pointer
+block is `base + sum_d index_d * stride_d` and the mask keeps `0 <= index_d < shape_d` on every
+dim, so reads outside the tensor give the descriptor's padding (zero or NaN) and stores outside
+it write nothing. This is the whole meaning of a descriptor access, so the interpreter (whose
+bounds checks and errors then see ordinary pointers, located at the descriptor's line) and every
+target without a tile copy engine run this form. A target with one (Hopper's TMA) passes `keep`:
+the accesses it can copy whole stay ops, each other one is lowered here and the record says why
+(`plain(<reason>)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, i1, i32
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from kernellab.ir import arith, tt
+from kernellab.passes.rewrite import Rewrites
+
+NAME = "lower_descriptors"
+
+_I64 = IntegerType(64)
+
+
+def run(module: ModuleOp, keep: Callable[[Operation], str] | None = None) -> Rewrites:
+    """Lower every descriptor access; with `keep(op) -> reason`, those whose reason is empty
+    (the target copies them whole) stay."""
+    rewrites = Rewrites()
+    found = [op for op in module.walk() if isinstance(op, (tt.DescriptorLoadOp, tt.DescriptorStoreOp))]
+    for op in found:
+        if keep is not None:
+            reason = keep(op)
+            if not reason:
+                rewrites.note("kept")
+                continue
+            rewrites.note(f"plain({reason})")
+        lower(op)
+        rewrites.note("lower-load" if isinstance(op, tt.DescriptorLoadOp) else "lower-store")
+    return rewrites
+
+
+def lower(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> None:
+    """Replace `op` by its masked pointer load or store (new ops before it, at its location)."""
+    new: list[Operation] = []
+
+    def add(o: Operation) -> SSAValue:
+        o.location = op.location
+        new.append(o)
+        return o.results[0] if o.results else None
+
+    value_type = op.result.type if isinstance(op, tt.DescriptorLoadOp) else op.value.type
+    dims = tuple(value_type.get_shape())
+    elem = value_type.element_type
+    rank = len(dims)
+
+    def full(elem_type) -> TensorType:
+        return TensorType(elem_type, dims)
+
+    def splat(scalar: SSAValue, elem_type) -> SSAValue:
+        return add(tt.SplatOp(scalar, full(elem_type)))
+
+    offsets = mask = None
+    for d, size in enumerate(dims):
+        index = add(tt.MakeRangeOp(0, size))
+        shape = [size]
+        for axis in range(rank):  # onto axis d of the tile
+            if axis != d:
+                shape.insert(axis, 1)
+                index = add(tt.ExpandDimsOp(index, axis, TensorType(i32, shape)))
+        if rank > 1:
+            index = add(tt.BroadcastOp(index, full(i32)))
+        index = add(arith.AddiOp(index, splat(op.offsets[d], i32)))
+        wide = add(arith.ExtsiOp(index, full(_I64)))
+        term = add(arith.MuliOp(wide, splat(op.strides[d], _I64)))
+        offsets = term if offsets is None else add(arith.AddiOp(offsets, term))
+        zero = add(arith.ConstantOp.of(0, full(i32)))
+        inside = add(
+            arith.AndiOp(
+                add(arith.CmpiOp("sge", index, zero)),
+                add(arith.CmpiOp("slt", wide, splat(op.shape[d], _I64))),
+            )
+        )
+        mask = inside if mask is None else add(arith.AndiOp(mask, inside))
+    pointers = add(tt.AddPtrOp(splat(op.base, op.base.type), offsets))
+    assert mask.type == full(i1)
+    if isinstance(op, tt.DescriptorLoadOp):
+        pad = float("nan") if op.padding.data == "nan" else 0
+        other = add(arith.ConstantOp.of(pad, full(elem)))
+        result = add(tt.LoadOp(pointers, full(elem), mask, other))
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        Rewriter.replace_op(op, [], [result])
+    else:
+        add(tt.StoreOp(pointers, op.value, mask))
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        Rewriter.erase_op(op)
