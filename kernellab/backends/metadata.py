@@ -37,6 +37,9 @@ class KernelMetadata(Mapping):
     threads_per_block: int | None = None
     bar_syncs: int | None = None
     params: list | None = None  # PTX parameter types
+    # per host TensorDescriptor copied with TMA (sm_90a): TmaDescriptor.as_dict(), in the order
+    # of the by-value tensor-map parameters that follow the signature's
+    tma_descriptors: list | None = None
     ptx_version: str | None = None
     # resources (ptxas)
     registers: int | None = None
@@ -117,8 +120,38 @@ class KernelMetadata(Mapping):
         return f"KernelMetadata({self.as_dict()!r})"
 
 
+@dataclass(frozen=True)
+class TmaDescriptor:
+    """What the launcher needs to encode one host descriptor's CUtensorMap, as the compiler
+    chose it: the kernel parameter (`param`), where base, shape and strides come from (each
+    ("arg", index into the signature) or ("value", the constant it was specialized to)), the
+    box (elements, tensor dims outermost first; the tile's rows and one swizzle-wide panel of
+    its columns), the swizzle (bytes: 32, 64 or 128) and the fill of reads outside the
+    tensor ("zero" or "nan")."""
+
+    param: str
+    base: tuple
+    shape: tuple
+    strides: tuple
+    box: tuple
+    swizzle: int
+    fill: str
+
+    def as_dict(self) -> dict:
+        return {"param": self.param, "base": list(self.base), "shape": [list(s) for s in self.shape],
+                "strides": [list(s) for s in self.strides], "box": list(self.box),
+                "swizzle": self.swizzle, "fill": self.fill}  # fmt: skip
+
+    @staticmethod
+    def of(d: Mapping) -> TmaDescriptor:
+        return TmaDescriptor(
+            d["param"], tuple(d["base"]), tuple(tuple(s) for s in d["shape"]),
+            tuple(tuple(s) for s in d["strides"]), tuple(d["box"]), int(d["swizzle"]), d["fill"],
+        )  # fmt: skip
+
+
 _FIELDS = frozenset(f.name for f in fields(KernelMetadata))
 _OWN = frozenset({"target", "extra"})
 _ORDERED = [f.name for f in fields(KernelMetadata) if f.name not in ("name", "target", "options", "extra")]
 
-__all__ = ["KernelMetadata"]
+__all__ = ["KernelMetadata", "TmaDescriptor"]

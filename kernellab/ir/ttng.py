@@ -7,6 +7,16 @@ each group of 4 warps (a warp group) computes 64 rows of it. A may instead be a 
 in `#ttg.dot_op<{opIdx = 0, parent = #mma}>` (a value the kernel computed, such as attention's
 probabilities, which then never goes through shared memory). With `isAsync` the dot only
 starts; `ttng.warp_group_dot_wait` says when its result (and its buffers) may be used.
+
+The Tensor Memory Accelerator (TMA) copies a whole tile between global and shared memory for
+one thread, through a tensor map (a 128-byte CUtensorMap the driver encodes; here a kernel
+parameter `!tt.ptr<i8> {tt.nv_tma_desc}` passed by value). A copy into shared memory completes
+on an mbarrier (`!ttg.memdesc<1xi64>`): `init_barrier` (arrivals expected), `barrier_expect`
+(the bytes the copies will bring: the phase completes when they have), the copies, and
+`wait_barrier` (until the barrier's phase with the given parity completes);
+`inval_barrier` before its bytes are reused. A copy out of shared memory follows
+`fence_async_shared` (the threads' writes made visible to the copy engine) and completes at
+`async_tma_store_wait`.
 """
 
 from __future__ import annotations
@@ -24,11 +34,12 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    var_operand_def,
     prop_def,
     result_def,
     traits_def,
 )
-from xdsl.traits import MemoryReadEffect
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
 from kernellab.ir.ttg import MemDescType
 
@@ -77,4 +88,133 @@ class WarpGroupDotWaitOp(IRDLOperation):
         )
 
 
-TTNG = Dialect("ttng", [WarpGroupDotOp, WarpGroupDotWaitOp], [])
+def _i32(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i32)
+
+
+@irdl_op_definition
+class InitBarrierOp(IRDLOperation):
+    """`ttng.init_barrier %bar, 1`: one thread makes the mbarrier expect `count` arrivals."""
+
+    name = "ttng.init_barrier"
+    alloc = operand_def(MemDescType)
+    count = prop_def(IntegerAttr)
+    traits = traits_def(MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$alloc `,` $count attr-dict `:` type($alloc)"
+
+    def __init__(self, alloc: SSAValue, count: int):
+        super().__init__(operands=[alloc], properties={"count": _i32(count)})
+
+
+@irdl_op_definition
+class InvalBarrierOp(IRDLOperation):
+    """`ttng.inval_barrier %bar`: the mbarrier's bytes become ordinary shared memory again."""
+
+    name = "ttng.inval_barrier"
+    alloc = operand_def(MemDescType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$alloc attr-dict `:` type($alloc)"
+
+    def __init__(self, alloc: SSAValue):
+        super().__init__(operands=[alloc])
+
+
+@irdl_op_definition
+class BarrierExpectOp(IRDLOperation):
+    """`ttng.barrier_expect %bar, 16384`: one thread arrives, announcing `size` bytes to come."""
+
+    name = "ttng.barrier_expect"
+    alloc = operand_def(MemDescType)
+    size = prop_def(IntegerAttr)
+    traits = traits_def(MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$alloc `,` $size attr-dict `:` type($alloc)"
+
+    def __init__(self, alloc: SSAValue, size: int):
+        super().__init__(operands=[alloc], properties={"size": _i32(size)})
+
+
+@irdl_op_definition
+class WaitBarrierOp(IRDLOperation):
+    """`ttng.wait_barrier %bar, %phase`: every thread waits until the phase of parity `phase`
+    has completed (its arrivals and bytes are in)."""
+
+    name = "ttng.wait_barrier"
+    alloc = operand_def(MemDescType)
+    phase = operand_def(i32)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$alloc `,` $phase attr-dict `:` type($alloc)"
+
+    def __init__(self, alloc: SSAValue, phase: SSAValue):
+        super().__init__(operands=[alloc, phase])
+
+
+@irdl_op_definition
+class AsyncTMACopyGlobalToLocalOp(IRDLOperation):
+    """`ttng.async_tma_copy_global_to_local %desc[%i, %j] %buf, %bar`: one thread asks the TMA
+    to copy the tile at coordinates (%i, %j) (tensor dims, outermost first) into `buf`,
+    completing on `bar`; elements outside the tensor arrive as the tensor map's fill."""
+
+    name = "ttng.async_tma_copy_global_to_local"
+    desc = operand_def()
+    coord = var_operand_def(i32)
+    result = operand_def(MemDescType)
+    barrier = operand_def(MemDescType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = (
+        "$desc `[` $coord `]` $result `,` $barrier attr-dict `:` type($desc) `,` type($barrier) "
+        "`->` type($result)"
+    )
+
+    def __init__(self, desc: SSAValue, coord, result: SSAValue, barrier: SSAValue):
+        super().__init__(operands=[desc, list(coord), result, barrier])
+
+
+@irdl_op_definition
+class AsyncTMACopyLocalToGlobalOp(IRDLOperation):
+    """`ttng.async_tma_copy_local_to_global %desc[%i, %j] %buf`: one thread asks the TMA to
+    write `buf` as the tile at (%i, %j); elements outside the tensor are not written."""
+
+    name = "ttng.async_tma_copy_local_to_global"
+    desc = operand_def()
+    coord = var_operand_def(i32)
+    src = operand_def(MemDescType)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$desc `[` $coord `]` $src attr-dict `:` type($desc) `,` type($src)"
+
+    def __init__(self, desc: SSAValue, coord, src: SSAValue):
+        super().__init__(operands=[desc, list(coord), src])
+
+
+@irdl_op_definition
+class FenceAsyncSharedOp(IRDLOperation):
+    """`ttng.fence_async_shared`: the threads' shared-memory writes become visible to the
+    async proxy (the TMA, the tensor cores)."""
+
+    name = "ttng.fence_async_shared"
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class AsyncTMAStoreWaitOp(IRDLOperation):
+    """`ttng.async_tma_store_wait {pendings = 0 : i32}`: until at most `pendings` TMA stores
+    still read their shared buffers."""
+
+    name = "ttng.async_tma_store_wait"
+    pendings = prop_def(IntegerAttr)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    def __init__(self, pendings: int = 0):
+        super().__init__(properties={"pendings": _i32(pendings)})
+
+
+TMA_OPS = (
+    InitBarrierOp, InvalBarrierOp, BarrierExpectOp, WaitBarrierOp, AsyncTMACopyGlobalToLocalOp,
+    AsyncTMACopyLocalToGlobalOp, FenceAsyncSharedOp, AsyncTMAStoreWaitOp,
+)  # fmt: skip
+
+TTNG = Dialect("ttng", [WarpGroupDotOp, WarpGroupDotWaitOp, *TMA_OPS], [])

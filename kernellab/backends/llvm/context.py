@@ -64,9 +64,15 @@ class Lowering:
         self.func_op = func
         name = func.sym_name.data
         arg_types = [llty(t) for t in func.function_type.inputs.data]
+        by_value = _by_value_params(func)
+        for i in by_value:  # the bytes themselves are the parameter: a typed pointer for byval
+            arg_types[i] = ir.PointerType(ir.ArrayType(I8, BY_VALUE_BYTES))
         hidden = self.target.hidden_params
         fty = ir.FunctionType(VOID, arg_types + [ty for _, ty in hidden])
         fn = ir.Function(self.mod, fty, name)
+        for i in by_value:
+            fn.args[i].attributes.add("byval")
+            fn.args[i].attributes.align = BY_VALUE_ALIGN
         self.fn = fn
         self.hidden = {hname: arg for (hname, _), arg in zip(hidden, fn.args[len(arg_types):])}
         threads = self.num_warps * self.threads_per_warp
@@ -356,3 +362,15 @@ class Lowering:
 def opaque(g: ir.GlobalVariable):
     """An opaque-pointer reference to global `g` (llvmlite keeps globals' pointee types)."""
     return ir.FormattedConstant(ir.PointerType(addrspace=g.addrspace), g.get_reference())
+
+
+# A parameter whose argument attributes hold this key is passed by value: the kernel receives
+# the bytes (a 128-byte CUtensorMap, 64-byte aligned, for Hopper's TMA) and reads them in place
+BY_VALUE_ATTR = "tt.nv_tma_desc"
+BY_VALUE_BYTES = 128
+BY_VALUE_ALIGN = 64
+
+
+def _by_value_params(func) -> list[int]:
+    attrs = func.arg_attrs.data if func.arg_attrs else ()
+    return [i for i, a in enumerate(attrs) if BY_VALUE_ATTR in a.data]

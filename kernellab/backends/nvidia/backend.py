@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from kernellab.backends.base import Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
+from kernellab.backends.base import Backend, StageOutput, _parse_ir, module_stage_output
 from kernellab.backends.metadata import KernelMetadata
 from kernellab.backends.nvidia.header import read_header
 from kernellab.backends.options import CompileOptions
@@ -106,6 +106,19 @@ def make_options(target: str, **fields) -> NvidiaOptions:
 
 
 # -- stages ----------------------------------------------------------------------------------
+
+
+def _ttir_stage_nvidia(module, options) -> StageOutput:
+    """The shared TTIR pipeline; on sm_90a the tensor-descriptor accesses TMA can copy stay
+    ops (passes/ttgir/tma.py says which), the others are lowered to pointers as everywhere."""
+    from kernellab.passes.ttir import make_ttir
+
+    keep = None
+    if options.target == "sm_90a":
+        from kernellab.passes.ttgir import tma
+
+        keep = tma.why_not
+    return module_stage_output(module, make_ttir(module, options, keep_descriptors=keep))
 
 
 def _ttgir_stage(module, options) -> StageOutput:
@@ -215,7 +228,7 @@ def prepare_toolchain(options) -> None:
 
 
 def stages() -> dict:
-    return {"ttir": _ttir_stage, "ttgir": _ttgir_stage, "llir": _llir_stage, "ptx": _ptx_stage, "cubin": _cubin_stage}
+    return {"ttir": _ttir_stage_nvidia, "ttgir": _ttgir_stage, "llir": _llir_stage, "ptx": _ptx_stage, "cubin": _cubin_stage}
 
 
 # -- resuming from text ----------------------------------------------------------------------

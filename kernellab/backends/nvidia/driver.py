@@ -354,3 +354,29 @@ __all__ = [
     "set_function_attribute", "max_active_blocks", "synchronize", "visible_arch", "call", "error",
     "raw_launch_function", "context_lost",
 ]  # fmt: skip
+
+
+def encode_tensor_map(data_type: str, base: int, shape, strides, nbytes: int, box, swizzle: int,
+                      nan_fill: bool) -> bytes:  # fmt: skip
+    """The 128 bytes of a CUtensorMap (cuTensorMapEncodeTiled) for a row-major tiled copy:
+    `shape`, `strides` (elements) and `box` outermost dim first, as the kernel sees them; the
+    driver takes them innermost first, strides in bytes without the innermost one."""
+    drv = _driver()
+    rank = len(shape)
+    swizzles = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
+    fill = "NAN_REQUEST_ZERO_FMA" if nan_fill else "NONE"
+    tensor_map = call(
+        "cuTensorMapEncodeTiled",
+        getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{data_type}"),
+        rank,
+        base,
+        [drv.cuuint64_t(s) for s in reversed(shape)],
+        [drv.cuuint64_t(s * nbytes) for s in reversed(strides[:-1])],
+        [drv.cuuint32_t(b) for b in reversed(box)],
+        [drv.cuuint32_t(1)] * rank,
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzles[swizzle]}"),
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        getattr(drv.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{fill}"),
+    )
+    return b"".join(int(word).to_bytes(8, "little") for word in tensor_map.opaque)

@@ -24,7 +24,8 @@ import threading
 
 from kernellab.backends.nvidia import driver
 from kernellab.backends.arguments import ArgumentError
-from kernellab.backends.metadata import KernelMetadata
+from kernellab.backends.metadata import KernelMetadata, TmaDescriptor
+from kernellab.backends.nvidia.tensor_maps import TensorMaps
 from kernellab.language.signature import Signature
 
 # signature type → struct format of a scalar kernel parameter
@@ -78,7 +79,8 @@ def plan_parameters(params: list[str], signature: list[str]) -> tuple[str, list[
     """(struct format, offsets, total size, per-arg converters, trailing zero args) for a kernel
     whose PTX parameters are `params` and whose user arguments have `signature` types.
 
-    Parameters beyond the signature (scratch pointers a lowering may add) are passed as 0.
+    Parameters beyond the signature (scratch pointers a lowering may add) are passed as 0,
+    by-value aggregates there (TMA tensor maps) as bytes the launch fills in.
     """
     if len(params) < len(signature):
         raise ValueError(
@@ -101,6 +103,9 @@ def plan_parameters(params: list[str], signature: list[str]) -> tuple[str, list[
                 converters.append((i, _bf16_bits))
             elif sig in ("fp8e4nv", "fp8e5"):
                 converters.append((i, _fp8_bits(sig)))
+        elif "[" in ptx_type:  # a by-value aggregate (a TMA tensor map): bytes the launch fills
+            code = f"{size}s"
+            extras.append(bytes(size))
         else:
             code = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size)
             if code is None:
@@ -169,6 +174,9 @@ class CudaLauncher:
         self._params_address = ctypes.addressof(self._pointers) if params else 0
         self._converters = converters
         self._extras = tuple(extras)
+        descriptors = [TmaDescriptor.of(d) for d in md.tma_descriptors or ()]
+        # host TensorDescriptors copied with TMA: their tensor maps are the trailing parameters
+        self._tensor_maps = TensorMaps(self.name, descriptors, self.signature) if descriptors else None
         self.threads = md.threads_per_block or md.options.num_warps * 32
         self.shared = md.shared or 0
         self.debug = md.options.debug
@@ -281,9 +289,10 @@ class CudaLauncher:
         fn = self.function(device)
         _, attrs, nattrs = self._attributes
         raw = driver.raw_launch_function() if self.use_raw_launch else None
-        if self._converters or self.debug or driver.device_count() > 1 or (nattrs and raw is None):
-            # converted scalars, a synchronizing debug launch, or a context to make current on
-            # every launch (several GPUs): the general path
+        if (self._converters or self.debug or driver.device_count() > 1 or (nattrs and raw is None)
+                or self._tensor_maps is not None):  # fmt: skip
+            # converted scalars, a synchronizing debug launch, a context to make current on
+            # every launch (several GPUs), or tensor maps to encode: the general path
             def launch_general(args, gx, gy, gz):
                 self.run(args, (gx, gy, gz), None, where)
 
@@ -343,7 +352,8 @@ class CudaLauncher:
         """(pack_into, buffer, config pointer, kernelParams pointer) for cuLaunchKernelEx: one
         buffer holding the CUlaunchConfig and then the kernel parameters, made once."""
         if self._ex is None:
-            fmt = driver.LAUNCH_CONFIG_FORMAT + self._args_struct.format.lstrip("=<>@!")
+            params = self._struct if self._tensor_maps is not None else self._args_struct
+            fmt = driver.LAUNCH_CONFIG_FORMAT + params.format.lstrip("=<>@!")
             buffer = ctypes.create_string_buffer(driver.LAUNCH_CONFIG_BYTES + max(self._storage_size, 1))
             base = ctypes.addressof(buffer) + driver.LAUNCH_CONFIG_BYTES
             pointers = (ctypes.c_void_p * max(len(self._offsets), 1))(*[base + o for o in self._offsets])
@@ -392,11 +402,18 @@ class CudaLauncher:
                 raise self._launch_error(err, grid, device, after=True)
         return None
 
+    def _extra_values(self, args) -> tuple:
+        """The parameters after the signature's: zeros, or the launch's tensor maps."""
+        if self._tensor_maps is None:
+            return self._extras
+        return tuple(self._tensor_maps.encode(args))
+
     def _launch_plain(self, fn, args, grid, stream, device) -> None:
         gx, gy, gz = grid
+        extras = self._extra_values(args)
         with self._lock:
             try:
-                self._struct.pack_into(self._storage, 0, *args, *self._extras)
+                self._struct.pack_into(self._storage, 0, *args, *extras)
             except struct.error:
                 raise self._argument_error(args) from None
             (err,) = self._launch(
@@ -417,9 +434,10 @@ class CudaLauncher:
             )  # fmt: skip
         pack, buffer, config, params = self._config_buffer()
         _, attrs, nattrs = self._attributes
+        maps = () if self._tensor_maps is None else self._extra_values(args)
         with self._lock:
             try:
-                pack(buffer, 0, *grid, self.threads, 1, 1, self.shared, stream, attrs, nattrs, *args)
+                pack(buffer, 0, *grid, self.threads, 1, 1, self.shared, stream, attrs, nattrs, *args, *maps)
             except struct.error:
                 raise self._argument_error(args) from None
             err = raw(config, ctypes.c_void_p(int(fn)), params, None)

@@ -13,7 +13,9 @@ ttgir stage, TTIR in, TTGIR with every layout chosen out:
                               num_stages) load the next num_stages-1 iterations' tiles with
                               cp.async into rings of shared buffers while this one computes
                               (fewer stages where the rings would not fit the target).
-7. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
+7. tma                        on sm_90a, the tensor-descriptor accesses the TTIR stage kept
+                              become TMA copies completed through mbarriers (passes/ttgir/tma.py).
+8. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
                               rematerialization can leave duplicate index math, and folding
                               keeps each constant's layout.
 
@@ -60,6 +62,7 @@ from kernellab.passes.ttgir import (
     pipeline_loops,
     reduce_data_duplication,
     remove_layout_conversions,
+    tma,
 )
 
 
@@ -82,6 +85,7 @@ TTGIR_PASSES = [
     remove_layout_conversions,
     reduce_data_duplication,
     pipeline_loops,
+    tma,
     cse,
     canonicalize,
     dce,

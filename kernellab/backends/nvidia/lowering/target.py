@@ -28,6 +28,11 @@ class NvidiaTarget:
         fn.calling_convention = "ptx_kernel"
         fn.attributes.add("nounwind")
         ctx.mod.add_named_metadata("nvvm.annotations", ctx.mod.add_metadata([fn, "maxntidx", I32(threads)]))
+        by_value = [I32(i + 1) for i, a in enumerate(fn.args) if "byval" in a.attributes]
+        if by_value:  # read in place (`cvta.param`), never copied to local memory: TMA needs that
+            ctx.mod.add_named_metadata(
+                "nvvm.annotations", ctx.mod.add_metadata([fn, "grid_constant", ctx.mod.add_metadata(by_value)])
+            )
 
     def shared_memory(self, ctx, nbytes: int):
         """The dynamic shared array (`extern __shared__`), sized at launch."""

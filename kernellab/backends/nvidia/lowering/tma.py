@@ -1,0 +1,127 @@
+"""Hopper's Tensor Memory Accelerator and mbarriers (sm_90a): the TTGIR of passes/ttgir/tma.py.
+
+One thread (thread 0) initialises a barrier, announces the bytes to come
+(`mbarrier.arrive.expect_tx`) and issues the copies (`cp.async.bulk.tensor.2d`, one per
+swizzle-wide panel of the NVMMA buffer: the box is the panel, its rows swizzled by the TMA the
+way the layout says); every thread then spins on `mbarrier.try_wait.parity`. The tensor map is
+a by-value kernel parameter whose generic address (`cvta.param`, the parameter being a grid
+constant) the instructions take. TMA coordinates run innermost dim first.
+
+Barriers: the init is a shared-memory write the other threads must see before they wait (a
+`bar.sync` after it); a copy overwrites its buffer behind the threads' backs, so it waits for
+their pending accesses to those bytes first (as cp.async does); the inval waits for every
+thread to have left the wait. A store to global memory reads its buffer after the threads'
+writes (`fence.proxy.async` then, through the tracker, a `bar.sync`), and thread 0 waits for
+the read (`cp.async.bulk.wait_group.read 0`) before anything may reuse the bytes.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval
+from kernellab.backends.llvm.types import I32, I64, mem_bytes
+from kernellab.backends.nvidia.lowering.wgmma import FENCE_ASYNC_PROXY
+from kernellab.ir import ttng
+
+VOID = ir.VoidType()
+
+
+def _smem_address(ctx, value):
+    """i32 shared-memory address of a buffer's first byte (what PTX's shared state space takes)."""
+    return ctx.b.ptrtoint(ctx.smem_ptr(base_offset(ctx, ctx.get(value))), I32)
+
+
+def _one_thread(text: str) -> str:
+    """`text` (operand $0 is the thread id) run by thread 0 alone."""
+    return f"{{ .reg .pred leader; setp.eq.u32 leader, $0, 0; @leader {text} }}"
+
+
+def _init(ctx, op: ttng.InitBarrierOp) -> None:
+    ctx.smem_access(buffer_interval(ctx, op.alloc), write=True)
+    bar = _smem_address(ctx, op.alloc)
+    count = op.count.value.data
+    ctx.asm(VOID, _one_thread(f"mbarrier.init.shared::cta.b64 [$1], {count};"), "r,r", [ctx.tid, bar])
+    ctx.barriers.barrier()  # every thread sees the initialised barrier before it waits on it
+
+
+def _expect(ctx, op: ttng.BarrierExpectOp) -> None:
+    bar = _smem_address(ctx, op.alloc)
+    text = f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], {op.size.value.data};"
+    ctx.asm(VOID, _one_thread(text), "r,r", [ctx.tid, bar])
+
+
+def _copy_in(ctx, op: ttng.AsyncTMACopyGlobalToLocalOp) -> None:
+    buf = ctx.get(op.result)
+    ctx.barriers.before_async_write(buffer_interval(ctx, op.result))
+    rows, cols = buf.shape
+    panel_cols = buf.block_cols or cols
+    panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
+    dst = _smem_address(ctx, op.result)
+    bar = _smem_address(ctx, op.barrier)
+    tmap = ctx.b.ptrtoint(ctx.get(op.desc), I64)
+    row, col = (ctx.get(c) for c in op.coord)
+    copy = (
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        "[$1], [$2, {$3, $4}], [$5];"
+    )
+    for p in range(cols // panel_cols):
+        at = ctx.b.add(dst, I32(p * panel_bytes))
+        inner = ctx.b.add(col, I32(p * panel_cols))
+        ctx.asm(VOID, _one_thread(copy), "r,r,l,r,r,r", [ctx.tid, at, tmap, inner, row, bar])
+
+
+def _wait(ctx, op: ttng.WaitBarrierOp) -> None:
+    bar = _smem_address(ctx, op.alloc)
+    text = (
+        "{ .reg .pred done; wait_${:uid}: "
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
+        "@!done bra.uni wait_${:uid}; }"
+    )
+    ctx.asm(VOID, text, "r,r", [bar, ctx.get(op.phase)])
+
+
+def _inval(ctx, op: ttng.InvalBarrierOp) -> None:
+    ctx.barriers.barrier()  # every thread has left its wait
+    bar = _smem_address(ctx, op.alloc)
+    ctx.asm(VOID, _one_thread("mbarrier.inval.shared::cta.b64 [$1];"), "r,r", [ctx.tid, bar])
+    ctx.smem_access(buffer_interval(ctx, op.alloc), write=True)
+
+
+def _fence(ctx, op: ttng.FenceAsyncSharedOp) -> None:
+    ctx.asm(VOID, FENCE_ASYNC_PROXY, "", [])
+
+
+def _copy_out(ctx, op: ttng.AsyncTMACopyLocalToGlobalOp) -> None:
+    ctx.smem_access(buffer_interval(ctx, op.src), write=False)  # after the threads' writes
+    buf = ctx.get(op.src)
+    rows, cols = buf.shape
+    panel_cols = buf.block_cols or cols
+    panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
+    src = _smem_address(ctx, op.src)
+    tmap = ctx.b.ptrtoint(ctx.get(op.desc), I64)
+    row, col = (ctx.get(c) for c in op.coord)
+    copy = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$4];"
+    for p in range(cols // panel_cols):
+        at = ctx.b.add(src, I32(p * panel_bytes))
+        inner = ctx.b.add(col, I32(p * panel_cols))
+        ctx.asm(VOID, _one_thread(copy), "r,l,r,r,r", [ctx.tid, tmap, inner, row, at])
+    ctx.asm(VOID, _one_thread("cp.async.bulk.commit_group;"), "r", [ctx.tid])
+
+
+def _store_wait(ctx, op: ttng.AsyncTMAStoreWaitOp) -> None:
+    text = f"cp.async.bulk.wait_group.read {op.pendings.value.data};"
+    ctx.asm(VOID, _one_thread(text), "r", [ctx.tid])
+
+
+# op class -> fn(ctx, op): NVIDIA's rules for TMA copies and mbarriers
+RULES = {
+    ttng.InitBarrierOp: _init,
+    ttng.BarrierExpectOp: _expect,
+    ttng.AsyncTMACopyGlobalToLocalOp: _copy_in,
+    ttng.WaitBarrierOp: _wait,
+    ttng.InvalBarrierOp: _inval,
+    ttng.FenceAsyncSharedOp: _fence,
+    ttng.AsyncTMACopyLocalToGlobalOp: _copy_out,
+    ttng.AsyncTMAStoreWaitOp: _store_wait,
+}

@@ -1,0 +1,226 @@
+"""tma: tensor-descriptor accesses as TMA copies on Hopper (sm_90a).
+
+Which accesses (`why_not`, asked by the TTIR stage, which lowers the others to masked pointer
+accesses and names the reason in its record): a host `TensorDescriptor` argument (the launcher
+encodes its tensor map from the argument; device-side descriptors, `tl.make_tensor_descriptor`
+in the kernel, stay plain: their tensor map would have to be built in global scratch), a 2-D
+tile of 8-, 16-, 32- or 64-bit elements whose rows span at least 32 bytes (the tile lands in
+the `#ttg.nvmma_shared` layout, whose 32/64/128-byte swizzle is the TMA's own), at most 256 rows,
+and a multiple of 8 rows when the row is cut into several swizzle-wide panels (each panel starts
+where the swizzle pattern does). The rest TMA needs (a 16-byte aligned base, strides multiples
+of 16 bytes, the last stride 1) is known only at launch, where the launcher checks it.
+
+The rewrite, per access, non-pipelined: the kernel gains one by-value parameter per host
+descriptor (`!tt.ptr<i8> {tt.nv_tma_desc = 1}`, the CUtensorMap; its arg attribute `tt.tma`
+records what the launcher encodes: the parameters holding base, shape and strides (or their
+specialized constants), the box, the swizzle and the fill). A load becomes
+
+    %buf = ttg.local_alloc : () -> !ttg.memdesc<BMxBKxf16, #nvmma_shared, #smem, mutable>
+    %bar = ttg.local_alloc : () -> !ttg.memdesc<1xi64, #shared, #smem, mutable>
+    ttng.init_barrier %bar, 1
+    ttng.barrier_expect %bar, <tile bytes>
+    ttng.async_tma_copy_global_to_local %desc[%i, %j] %buf, %bar
+    ttng.wait_barrier %bar, %c0_i32
+    ttng.inval_barrier %bar
+
+and the tile is read from %buf: a wgmma operand directly (the buffer replaces the one
+accelerate_matmul staged the load into: same layout), anything else through `ttg.local_load`.
+Each use initialises its own barrier and waits for phase 0, so no phase is carried across
+iterations. A store goes to shared memory (`ttg.local_alloc %tile`), `ttng.fence_async_shared`,
+`ttng.async_tma_copy_local_to_global`, `ttng.async_tma_store_wait {pendings = 0}`.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    i32,
+)
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from kernellab.ir import arith, tt, ttg, ttng
+from kernellab.passes import lower_descriptors
+from kernellab.passes.rewrite import Rewrites
+
+NAME = "tma"
+
+SWIZZLES = (128, 64, 32)
+MAX_BOX = 256
+TMA_ATTR = "tt.nv_tma_desc"
+FACTS_ATTR = "tt.tma"
+_I64 = IntegerType(64)
+
+
+def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
+    """Why `op` cannot be a TMA copy here ("" when it can)."""
+    if op.host is None:
+        return "a device-side descriptor (tl.make_tensor_descriptor) has no tensor map here"
+    t = _tile_type(op)
+    shape = t.get_shape()
+    if len(shape) != 2:
+        return f"TMA here copies 2-D tiles, not {len(shape)}-D"
+    bits = getattr(t.element_type, "bitwidth", 0)
+    if bits not in (8, 16, 32, 64):
+        return f"TMA copies 8-, 16-, 32- or 64-bit elements, not {t.element_type}"
+    rows, cols = shape
+    row_bytes = cols * bits // 8
+    if row_bytes < 32:
+        return f"a tile row of {row_bytes} bytes is under the narrowest swizzle (32 bytes)"
+    if rows > MAX_BOX:
+        return f"a TMA box has at most {MAX_BOX} rows, the tile has {rows}"
+    if row_bytes > swizzle_of(op) and rows % 8:
+        return f"{rows} rows: panels of a swizzled tile start on 8-row boundaries"
+    if not all(_source(v) is not None for v in (op.base, *op.shape, *op.strides)):
+        return "the descriptor's fields are not its kernel parameters"
+    return ""
+
+
+def swizzle_of(op) -> int:
+    """The widest swizzle (bytes) a tile row fills: the NVMMA layout's, and the TMA box's row."""
+    t = _tile_type(op)
+    row_bytes = t.get_shape()[-1] * t.element_type.bitwidth // 8
+    return next(s for s in SWIZZLES if row_bytes >= s)
+
+
+def shared_type(op) -> ttg.MemDescType:
+    """The buffer a tile lands in: NVMMA-swizzled, rows contiguous (what wgmma reads)."""
+    t = _tile_type(op)
+    encoding = ttg.NVMMASharedEncodingAttr(swizzle_of(op), 0, t.element_type.bitwidth)
+    return ttg.MemDescType(t.get_shape(), t.element_type, encoding, mutable=True)
+
+
+def run(module: ModuleOp) -> Rewrites:
+    rewrites = Rewrites()
+    for func in [op for op in module.ops if isinstance(op, tt.FuncOp)]:
+        params: dict[str, SSAValue] = {}
+        for op in list(func.walk()):
+            if not isinstance(op, (tt.DescriptorLoadOp, tt.DescriptorStoreOp)):
+                continue
+            reason = why_not(op)
+            if reason:  # a module resumed from text the TTIR stage did not sort
+                lower_descriptors.lower(op)
+                rewrites.note("plain")
+                continue
+            desc = params.get(op.host.data) or _add_parameter(func, op, params)
+            if isinstance(op, tt.DescriptorLoadOp):
+                _load(op, desc)
+                rewrites.note("tma-load")
+            else:
+                _store(op, desc)
+                rewrites.note("tma-store")
+    return rewrites
+
+
+def _tile_type(op):
+    return op.result.type if isinstance(op, tt.DescriptorLoadOp) else op.value.type
+
+
+def _source(value: SSAValue) -> tuple[str, int] | None:
+    """Where a descriptor field comes from: ("arg", kernel argument index) or ("value", the
+    constant a specialized parameter became)."""
+    while isinstance(value.owner, (arith.ExtsiOp, arith.ExtuiOp)):
+        value = value.owner.input
+    if isinstance(value, BlockArgument):
+        return ("arg", value.index) if isinstance(value.owner.parent_op(), tt.FuncOp) else None
+    if isinstance(value.owner, arith.ConstantOp) and isinstance(value.owner.value, IntegerAttr):
+        return ("value", value.owner.value.value.data)
+    return None
+
+
+def _field(value: SSAValue) -> Attribute:
+    kind, n = _source(value)
+    return DictionaryAttr({kind: IntegerAttr(n, _I64)})
+
+
+def _add_parameter(func: tt.FuncOp, op, params: dict) -> SSAValue:
+    """A by-value tensor-map parameter for `op`'s host descriptor, after the others."""
+    t = _tile_type(op)
+    rows, cols = t.get_shape()
+    swizzle = swizzle_of(op)
+    box_cols = min(cols, swizzle * 8 // t.element_type.bitwidth)
+    facts = DictionaryAttr({
+        "param": op.host,
+        "base": _field(op.base),
+        "shape": ArrayAttr([_field(v) for v in op.shape]),
+        "strides": ArrayAttr([_field(v) for v in op.strides]),
+        "box": ArrayAttr([IntegerAttr(rows, i32), IntegerAttr(box_cols, i32)]),
+        "swizzle": IntegerAttr(swizzle, i32),
+        "fill": StringAttr(op.padding.data),
+    })  # fmt: skip
+    block = func.body.block
+    arg = block.insert_arg(tt.PointerType(IntegerType(8)), len(block.args))
+    inputs = [*func.function_type.inputs.data, arg.type]
+    func.function_type = FunctionType.from_lists(inputs, func.function_type.outputs.data)
+    attrs = list(func.arg_attrs.data) if func.arg_attrs else [DictionaryAttr({})] * (len(inputs) - 1)
+    attrs.append(DictionaryAttr({TMA_ATTR: IntegerAttr(1, i32), FACTS_ATTR: facts}))
+    func.arg_attrs = ArrayAttr(attrs)
+    params[op.host.data] = arg
+    return arg
+
+
+def _barrier_type() -> ttg.MemDescType:
+    encoding = ttg.SwizzledSharedEncodingAttr(1, 1, 1, (0,))
+    return ttg.MemDescType((1,), _I64, encoding, mutable=True)
+
+
+def _load(op: tt.DescriptorLoadOp, desc: SSAValue) -> None:
+    buf_type = shared_type(op)
+    t = op.result.type
+    nbytes = t.get_shape()[0] * t.get_shape()[1] * t.element_type.bitwidth // 8
+    buf = ttg.LocalAllocOp(buf_type)
+    bar = ttg.LocalAllocOp(_barrier_type())
+    phase = arith.ConstantOp.of(0, i32)
+    new: list[Operation] = [
+        buf, bar, ttng.InitBarrierOp(bar.result, 1), ttng.BarrierExpectOp(bar.result, nbytes),
+        ttng.AsyncTMACopyGlobalToLocalOp(desc, op.offsets, buf.result, bar.result),
+        phase, ttng.WaitBarrierOp(bar.result, phase.result), ttng.InvalBarrierOp(bar.result),
+    ]  # fmt: skip
+    staged = _staging_alloc(op, buf_type)
+    if staged is None:
+        read = ttg.LocalLoadOp(buf.result, t)
+        new.append(read)
+    for o in new:
+        o.location = op.location
+    Rewriter.insert_op(new, InsertPoint.before(op))
+    if staged is None:
+        Rewriter.replace_op(op, [], [read.result])
+        return
+    staged.result.replace_all_uses_with(buf.result)
+    Rewriter.erase_op(staged)
+    Rewriter.erase_op(op)
+
+
+def _staging_alloc(op: tt.DescriptorLoadOp, buf_type: ttg.MemDescType) -> ttg.LocalAllocOp | None:
+    """The `ttg.local_alloc` that accelerate_matmul staged the tile into for wgmma, when it is
+    the tile's only use and has the TMA buffer's layout (then the copy lands there)."""
+    uses = list(op.result.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, ttg.LocalAllocOp):
+        return None
+    alloc = uses[0].operation
+    return alloc if alloc.result.type.encoding == buf_type.encoding else None
+
+
+def _store(op: tt.DescriptorStoreOp, desc: SSAValue) -> None:
+    buf_type = shared_type(op)
+    value = op.value
+    while isinstance(value.owner, ttg.ConvertLayoutOp):  # any layout can be written to shared
+        value = value.owner.src
+    staged = ttg.LocalAllocOp(
+        ttg.MemDescType(buf_type.get_shape(), buf_type.element_type, buf_type.encoding), value
+    )
+    new = [
+        staged, ttng.FenceAsyncSharedOp(),
+        ttng.AsyncTMACopyLocalToGlobalOp(desc, op.offsets, staged.result),
+        ttng.AsyncTMAStoreWaitOp(0),
+    ]  # fmt: skip
+    for o in new:
+        o.location = op.location
+    Rewriter.insert_op(new, InsertPoint.before(op))
+    Rewriter.erase_op(op)
