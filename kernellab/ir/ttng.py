@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, UnitAttr, i32
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, UnitAttr, i1, i32
 from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import (
     AnyOf,
@@ -122,17 +122,19 @@ class InvalBarrierOp(IRDLOperation):
 
 @irdl_op_definition
 class BarrierExpectOp(IRDLOperation):
-    """`ttng.barrier_expect %bar, 16384`: one thread arrives, announcing `size` bytes to come."""
+    """`ttng.barrier_expect %bar, 16384, %pred`: one thread arrives, announcing `size` bytes to
+    come (nothing happens where `pred` is false)."""
 
     name = "ttng.barrier_expect"
     alloc = operand_def(MemDescType)
+    pred = operand_def(i1)
     size = prop_def(IntegerAttr)
     traits = traits_def(MemoryWriteEffect())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$alloc `,` $size attr-dict `:` type($alloc)"
+    assembly_format = "$alloc `,` $size `,` $pred attr-dict `:` type($alloc)"
 
-    def __init__(self, alloc: SSAValue, size: int):
-        super().__init__(operands=[alloc], properties={"size": _i32(size)})
+    def __init__(self, alloc: SSAValue, size: int, pred: SSAValue):
+        super().__init__(operands=[alloc, pred], properties={"size": _i32(size)})
 
 
 @irdl_op_definition
@@ -152,23 +154,25 @@ class WaitBarrierOp(IRDLOperation):
 
 @irdl_op_definition
 class AsyncTMACopyGlobalToLocalOp(IRDLOperation):
-    """`ttng.async_tma_copy_global_to_local %desc[%i, %j] %buf, %bar`: one thread asks the TMA
-    to copy the tile at coordinates (%i, %j) (tensor dims, outermost first) into `buf`,
-    completing on `bar`; elements outside the tensor arrive as the tensor map's fill."""
+    """`ttng.async_tma_copy_global_to_local %desc[%i, %j] %buf, %bar, %pred`: one thread asks
+    the TMA to copy the tile at coordinates (%i, %j) (tensor dims, outermost first) into `buf`,
+    completing on `bar` (nothing where `pred` is false); elements outside the tensor arrive as
+    the tensor map's fill."""
 
     name = "ttng.async_tma_copy_global_to_local"
     desc = operand_def()
     coord = var_operand_def(i32)
     result = operand_def(MemDescType)
     barrier = operand_def(MemDescType)
+    pred = operand_def(i1)
     traits = traits_def(MemoryWriteEffect())
     assembly_format = (
-        "$desc `[` $coord `]` $result `,` $barrier attr-dict `:` type($desc) `,` type($barrier) "
-        "`->` type($result)"
+        "$desc `[` $coord `]` $result `,` $barrier `,` $pred attr-dict `:` type($desc) `,` "
+        "type($barrier) `->` type($result)"
     )
 
-    def __init__(self, desc: SSAValue, coord, result: SSAValue, barrier: SSAValue):
-        super().__init__(operands=[desc, list(coord), result, barrier])
+    def __init__(self, desc: SSAValue, coord, result: SSAValue, barrier: SSAValue, pred: SSAValue):
+        super().__init__(operands=[desc, list(coord), result, barrier, pred])
 
 
 @irdl_op_definition

@@ -50,7 +50,7 @@ from xdsl.traits import is_side_effect_free
 from kernellab.ir import arith, tt, ttg, ttng
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.structured import reinitialized_for
-from kernellab.passes.ttgir import axis_info
+from kernellab.passes.ttgir import axis_info, tma
 from kernellab.passes.ttgir.axis_info import element_bytes
 
 NAME = "pipeline"
@@ -94,7 +94,7 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
 def ring_slots(module: ModuleOp) -> list[tuple[int, int]]:
     """(slots, bytes per slot) of every ring the pipeliner allocated in `module`."""
     rings = {ttg.memdesc_root(op.result) for op in module.walk()
-             if isinstance(op, ttg.AsyncCopyGlobalToLocalOp)}  # fmt: skip
+             if isinstance(op, (ttg.AsyncCopyGlobalToLocalOp, ttng.AsyncTMACopyGlobalToLocalOp))}  # fmt: skip
     out = []
     for ring in rings:
         t = ring.type
@@ -121,9 +121,15 @@ def loop_stages(loop: scf.ForOp, default: int) -> int:
 
 @dataclass
 class _Load:
-    load: tt.LoadOp
+    load: tt.LoadOp | tt.DescriptorLoadOp  # a descriptor load is a TMA copy (sm_90a)
     alloc: ttg.LocalAllocOp | None  # the local_alloc it fed (a dot operand), if any
     encoding: object  # the ring's shared encoding
+    offsets: tuple = ()  # a descriptor load's tile coordinates
+    tensor_map: SSAValue | None = None  # and the kernel parameter its copies read
+
+
+def _is_tma(load) -> bool:
+    return isinstance(load, tt.DescriptorLoadOp)
 
 
 @dataclass
@@ -137,8 +143,14 @@ class _Plan:
 def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
     body = loop.body.block
     has_dot = any(isinstance(op, DOTS) for op in body.ops)
-    loads = []
+    loads, tma_loads = [], []
     for op in body.ops:
+        if isinstance(op, tt.DescriptorLoadOp):  # kept for TMA by the TTIR stage
+            shared = tma.shared_type(op)
+            alloc = tma.staging_alloc(op, shared)
+            if not (has_dot and alloc is None):
+                tma_loads.append(_Load(op, alloc, shared.encoding, tuple(op.offsets)))
+            continue
         if not isinstance(op, tt.LoadOp) or not isinstance(op.result.type, TensorType):
             continue
         alloc = _feeds_local_alloc(op)
@@ -147,6 +159,7 @@ def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
         shared = alloc.result.type.encoding if alloc else _plain_shared(op)
         if _copyable(op, shared, analysis) and _other_ok(op):
             loads.append(_Load(op, alloc, shared))
+    loads = loads or tma_loads  # one kind of copy per loop: TMA loads beside cp.async ones stay
     if not loads:
         return None
     roots = [v for item in loads for v in _address_operands(item.load)]
@@ -172,7 +185,7 @@ def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
     if any(loop.results[i].uses for i in carried):
         return None
     for item in loads:  # a select after the copy needs this iteration's mask
-        if not _zero_other(item.load) and item.load.mask in ahead_values:
+        if not _is_tma(item.load) and not _zero_other(item.load) and item.load.mask in ahead_values:
             return None
     return _Plan(loads, slice_ops, sorted(carried), update_ops)
 
@@ -240,7 +253,9 @@ def _plain_shared(load: tt.LoadOp) -> ttg.SwizzledSharedEncodingAttr:
     return ttg.SwizzledSharedEncodingAttr(1, 1, 1, list(ttg.encoding_of(load.result.type).order))
 
 
-def _address_operands(load: tt.LoadOp) -> list[SSAValue]:
+def _address_operands(load) -> list[SSAValue]:
+    if _is_tma(load):
+        return list(load.offsets)
     return [v for v in (load.ptr, load.mask) if v is not None]
 
 
@@ -301,11 +316,21 @@ def _clone_slice(b: _Builder, ops: list[Operation], env: dict) -> None:
             env[old] = result
 
 
-def _issue(b: _Builder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValue, env: dict) -> None:
-    """The copies of one iteration into ring `slot` and their commit group; `env` maps the
-    induction variable and the iter_args to that iteration's values, `live` (i1) says the
-    iteration exists."""
+def _issue(b: _Builder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValue, env: dict,
+           barriers: SSAValue | None = None) -> None:  # fmt: skip
+    """The copies of one iteration into ring `slot` and their commit group (TMA copies: the
+    bytes announced on that slot's barrier); `env` maps the induction variable and the
+    iter_args to that iteration's values, `live` (i1) says the iteration exists."""
     _clone_slice(b, plan.address_ops, env)
+    if barriers is not None:
+        bar = b.add(ttg.MemDescIndexOp(barriers, slot)).result
+        nbytes = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
+        b.add(ttng.BarrierExpectOp(bar, nbytes, live))
+        for item, ring in zip(plan.loads, rings):
+            view = b.add(ttg.MemDescIndexOp(ring, slot)).result
+            offsets = [env.get(v, v) for v in item.offsets]
+            b.add(ttng.AsyncTMACopyGlobalToLocalOp(item.tensor_map, offsets, view, bar, live))
+        return
     tokens = []
     for item, ring in zip(plan.loads, rings):
         load = item.load
@@ -331,6 +356,9 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     slots = _slots(body, async_dot, stages)
     ahead = stages - 1  # iterations in flight beyond this one
     before = _Builder(InsertPoint.before(loop))
+    on_tma = _is_tma(plan.loads[0].load)
+    for item in plan.loads if on_tma else ():
+        item.tensor_map = tma.tensor_map(item.load)
 
     rings = []
     for item in plan.loads:
@@ -339,6 +367,12 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
             (slots, *t.get_shape()), tt.element_type(t), item.encoding, mutable=True
         )
         rings.append(before.add(ttg.LocalAllocOp(ring_type)).result)
+    barriers = None
+    if on_tma:  # one mbarrier per slot, initialised once
+        barriers = before.add(ttg.LocalAllocOp(tma.barrier_type(slots))).result
+        slot_bars = [before.add(ttg.MemDescIndexOp(barriers, before.const(i))).result for i in range(slots)]
+        for slot_bar in slot_bars:  # in a row: one barrier publishes them all
+            before.add(ttng.InitBarrierOp(slot_bar, 1))
 
     # prologue: iterations 0..ahead-1 into slots 0..ahead-1
     carried = {body.args[i + 1]: loop.iter_args[i] for i in plan.ahead}
@@ -347,7 +381,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         k = before.add(arith.AddiOp(loop.lb, offset)).result
         live = before.add(arith.CmpiOp("slt", k, loop.ub)).result
         env = {iv: k, **carried}
-        _issue(before, plan, rings, before.const(i), live, env)
+        _issue(before, plan, rings, before.const(i), live, env, barriers)
         nexts = _next_values(before, plan, body, env)
         carried = {body.args[j + 1]: nexts[j] for j in plan.ahead}
 
@@ -362,7 +396,14 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         write_slot = body.insert_arg(i32, len(body.args))
         inits.append(before.const(ahead))
 
-    wait = _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
+    if on_tma:  # the read slot's barrier completes a phase per use; its parity flips per wrap
+        phase = body.insert_arg(i32, len(body.args))
+        inits.append(before.const(0))
+        at_start = _Builder(InsertPoint.at_start(body))
+        bar = at_start.add(ttg.MemDescIndexOp(barriers, read_slot)).result
+        wait = at_start.add(ttng.WaitBarrierOp(bar, phase))
+    else:
+        wait = _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
     reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
     if async_dot is not None:
         previous_dot_done = _wait_for_previous_dot(async_dot)
@@ -377,13 +418,17 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(ahead, iv_type))).result)
     ).result
     live = issue.add(arith.CmpiOp("slt", ahead_k, loop.ub)).result
-    _issue(issue, plan, rings, write_slot, live, {iv: ahead_k})
+    _issue(issue, plan, rings, write_slot, live, {iv: ahead_k}, barriers)
 
     yield_op = body.last_op
     at_end = _Builder(InsertPoint.before(yield_op))
     counters = [_advance(at_end, read_slot, slots)]
     if write_slot is not read_slot:
         counters.append(_advance(at_end, write_slot, slots))
+    if on_tma:
+        wrapped = at_end.add(arith.CmpiOp("eq", counters[0], at_end.const(0))).result
+        flipped = at_end.add(arith.XoriOp(phase, at_end.const(1))).result
+        counters.append(at_end.add(arith.SelectOp(wrapped, flipped, phase)).result)
     Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *counters))
 
     new_loop = reinitialized_for(loop, inits)
@@ -391,7 +436,16 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         old.replace_all_uses_with(new)
     Rewriter.erase_op(loop)
 
-    drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
+    if on_tma:  # copies past the trip count were never issued: nothing is in flight
+        drain = []
+        for i in range(slots):
+            index = arith.ConstantOp(IntegerAttr(i, i32))
+            slot_bar = ttg.MemDescIndexOp(barriers, index.result)
+            drain += [index, slot_bar]
+        drain += [ttng.InvalBarrierOp(op.result) for op in drain if isinstance(op, ttg.MemDescIndexOp)]
+        drain += [ttg.LocalDeallocOp(ring) for ring in (*rings, barriers)]
+    else:
+        drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
     if async_dot is not None:  # the last dot may still run: wait before the result is read
         index = next(i for i, v in enumerate(new_loop.body.block.last_op.operands) if v.owner is async_dot.next_wait)
         result = new_loop.results[index]
@@ -486,7 +540,7 @@ def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> Operation:
         Rewriter.erase_op(load)
         return view.owner
     value = b.add(ttg.LocalLoadOp(view, load.result.type)).result
-    if not _zero_other(load):
+    if not _is_tma(load) and not _zero_other(load):
         value = b.add(arith.SelectOp(load.mask, value, load.other)).result
     load.result.replace_all_uses_with(value)
     Rewriter.erase_op(load)

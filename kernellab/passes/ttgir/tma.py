@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     StringAttr,
+    i1,
     i32,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
@@ -99,7 +100,6 @@ def shared_type(op) -> ttg.MemDescType:
 def run(module: ModuleOp) -> Rewrites:
     rewrites = Rewrites()
     for func in [op for op in module.ops if isinstance(op, tt.FuncOp)]:
-        params: dict[str, SSAValue] = {}
         for op in list(func.walk()):
             if not isinstance(op, (tt.DescriptorLoadOp, tt.DescriptorStoreOp)):
                 continue
@@ -108,7 +108,7 @@ def run(module: ModuleOp) -> Rewrites:
                 lower_descriptors.lower(op)
                 rewrites.note("plain")
                 continue
-            desc = params.get(op.host.data) or _add_parameter(func, op, params)
+            desc = tensor_map(op)
             if isinstance(op, tt.DescriptorLoadOp):
                 _load(op, desc)
                 rewrites.note("tma-load")
@@ -139,8 +139,20 @@ def _field(value: SSAValue) -> Attribute:
     return DictionaryAttr({kind: IntegerAttr(n, _I64)})
 
 
-def _add_parameter(func: tt.FuncOp, op, params: dict) -> SSAValue:
-    """A by-value tensor-map parameter for `op`'s host descriptor, after the others."""
+def tensor_map(op) -> SSAValue:
+    """The kernel's by-value tensor-map parameter for `op`'s host descriptor (added after the
+    others the first time a descriptor asks)."""
+    func = op.parent_op()
+    while not isinstance(func, tt.FuncOp):
+        func = func.parent_op()
+    for i, attrs in enumerate(func.arg_attrs.data if func.arg_attrs else ()):
+        facts = attrs.data.get(FACTS_ATTR)
+        if facts is not None and facts.data["param"] == op.host:
+            return func.args[i]
+    return _add_parameter(func, op)
+
+
+def _add_parameter(func: tt.FuncOp, op) -> SSAValue:
     t = _tile_type(op)
     rows, cols = t.get_shape()
     swizzle = swizzle_of(op)
@@ -161,28 +173,37 @@ def _add_parameter(func: tt.FuncOp, op, params: dict) -> SSAValue:
     attrs = list(func.arg_attrs.data) if func.arg_attrs else [DictionaryAttr({})] * (len(inputs) - 1)
     attrs.append(DictionaryAttr({TMA_ATTR: IntegerAttr(1, i32), FACTS_ATTR: facts}))
     func.arg_attrs = ArrayAttr(attrs)
-    params[op.host.data] = arg
     return arg
 
 
-def _barrier_type() -> ttg.MemDescType:
+def barrier_type(slots: int = 0) -> ttg.MemDescType:
+    """An mbarrier (`memdesc<1xi64>`), or a ring of `slots` of them."""
     encoding = ttg.SwizzledSharedEncodingAttr(1, 1, 1, (0,))
-    return ttg.MemDescType((1,), _I64, encoding, mutable=True)
+    return ttg.MemDescType((slots, 1) if slots else (1,), _I64, encoding, mutable=True)
+
+
+def tile_bytes(op) -> int:
+    t = _tile_type(op)
+    n = t.element_type.bitwidth // 8
+    for size in t.get_shape():
+        n *= size
+    return n
 
 
 def _load(op: tt.DescriptorLoadOp, desc: SSAValue) -> None:
     buf_type = shared_type(op)
     t = op.result.type
-    nbytes = t.get_shape()[0] * t.get_shape()[1] * t.element_type.bitwidth // 8
     buf = ttg.LocalAllocOp(buf_type)
-    bar = ttg.LocalAllocOp(_barrier_type())
+    bar = ttg.LocalAllocOp(barrier_type())
     phase = arith.ConstantOp.of(0, i32)
+    true = arith.ConstantOp.of(1, i1)
     new: list[Operation] = [
-        buf, bar, ttng.InitBarrierOp(bar.result, 1), ttng.BarrierExpectOp(bar.result, nbytes),
-        ttng.AsyncTMACopyGlobalToLocalOp(desc, op.offsets, buf.result, bar.result),
+        buf, bar, true, ttng.InitBarrierOp(bar.result, 1),
+        ttng.BarrierExpectOp(bar.result, tile_bytes(op), true.result),
+        ttng.AsyncTMACopyGlobalToLocalOp(desc, op.offsets, buf.result, bar.result, true.result),
         phase, ttng.WaitBarrierOp(bar.result, phase.result), ttng.InvalBarrierOp(bar.result),
     ]  # fmt: skip
-    staged = _staging_alloc(op, buf_type)
+    staged = staging_alloc(op, buf_type)
     if staged is None:
         read = ttg.LocalLoadOp(buf.result, t)
         new.append(read)
@@ -197,7 +218,7 @@ def _load(op: tt.DescriptorLoadOp, desc: SSAValue) -> None:
     Rewriter.erase_op(op)
 
 
-def _staging_alloc(op: tt.DescriptorLoadOp, buf_type: ttg.MemDescType) -> ttg.LocalAllocOp | None:
+def staging_alloc(op: tt.DescriptorLoadOp, buf_type: ttg.MemDescType) -> ttg.LocalAllocOp | None:
     """The `ttg.local_alloc` that accelerate_matmul staged the tile into for wgmma, when it is
     the tile's only use and has the TMA buffer's layout (then the copy lands there)."""
     uses = list(op.result.uses)

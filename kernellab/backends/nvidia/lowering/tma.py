@@ -8,7 +8,7 @@ a by-value kernel parameter whose generic address (`cvta.param`, the parameter b
 constant) the instructions take. TMA coordinates run innermost dim first.
 
 Barriers: the init is a shared-memory write the other threads must see before they wait (a
-`bar.sync` after it); a copy overwrites its buffer behind the threads' backs, so it waits for
+`bar.sync` after it, or after the last of a ring's inits); a copy overwrites its buffer behind the threads' backs, so it waits for
 their pending accesses to those bytes first (as cp.async does); the inval waits for every
 thread to have left the wait. A store to global memory reads its buffer after the threads'
 writes (`fence.proxy.async` then, through the tracker, a `bar.sync`), and thread 0 waits for
@@ -33,22 +33,32 @@ def _smem_address(ctx, value):
 
 
 def _one_thread(text: str) -> str:
-    """`text` (operand $0 is the thread id) run by thread 0 alone."""
-    return f"{{ .reg .pred leader; setp.eq.u32 leader, $0, 0; @leader {text} }}"
+    """`text` run by one thread alone: the one whose operand $0 (`_leader`) is not 0."""
+    return f"{{ .reg .pred leader; setp.ne.u32 leader, $0, 0; @leader {text} }}"
+
+
+def _leader(ctx, pred=None):
+    """i32: 1 in thread 0 (where `pred`, an i1, holds), else 0."""
+    first = ctx.b.icmp_unsigned("==", ctx.tid, I32(0))
+    if pred is not None:
+        first = ctx.b.and_(first, pred)
+    return ctx.b.zext(first, I32)
 
 
 def _init(ctx, op: ttng.InitBarrierOp) -> None:
-    ctx.smem_access(buffer_interval(ctx, op.alloc), write=True)
+    if not isinstance(op.prev_op, ttng.InitBarrierOp):  # the first of a run (a ring's slots)
+        ctx.smem_access(buffer_interval(ctx, op.alloc), write=True)
     bar = _smem_address(ctx, op.alloc)
     count = op.count.value.data
-    ctx.asm(VOID, _one_thread(f"mbarrier.init.shared::cta.b64 [$1], {count};"), "r,r", [ctx.tid, bar])
-    ctx.barriers.barrier()  # every thread sees the initialised barrier before it waits on it
+    ctx.asm(VOID, _one_thread(f"mbarrier.init.shared::cta.b64 [$1], {count};"), "r,r", [_leader(ctx), bar])
+    if not isinstance(op.next_op, ttng.InitBarrierOp):
+        ctx.barriers.barrier()  # every thread sees the initialised barriers before it waits
 
 
 def _expect(ctx, op: ttng.BarrierExpectOp) -> None:
     bar = _smem_address(ctx, op.alloc)
     text = f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], {op.size.value.data};"
-    ctx.asm(VOID, _one_thread(text), "r,r", [ctx.tid, bar])
+    ctx.asm(VOID, _one_thread(text), "r,r", [_leader(ctx, ctx.get(op.pred)), bar])
 
 
 def _copy_in(ctx, op: ttng.AsyncTMACopyGlobalToLocalOp) -> None:
@@ -61,6 +71,7 @@ def _copy_in(ctx, op: ttng.AsyncTMACopyGlobalToLocalOp) -> None:
     bar = _smem_address(ctx, op.barrier)
     tmap = ctx.b.ptrtoint(ctx.get(op.desc), I64)
     row, col = (ctx.get(c) for c in op.coord)
+    leader = _leader(ctx, ctx.get(op.pred))
     copy = (
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
         "[$1], [$2, {$3, $4}], [$5];"
@@ -68,7 +79,7 @@ def _copy_in(ctx, op: ttng.AsyncTMACopyGlobalToLocalOp) -> None:
     for p in range(cols // panel_cols):
         at = ctx.b.add(dst, I32(p * panel_bytes))
         inner = ctx.b.add(col, I32(p * panel_cols))
-        ctx.asm(VOID, _one_thread(copy), "r,r,l,r,r,r", [ctx.tid, at, tmap, inner, row, bar])
+        ctx.asm(VOID, _one_thread(copy), "r,r,l,r,r,r", [leader, at, tmap, inner, row, bar])
 
 
 def _wait(ctx, op: ttng.WaitBarrierOp) -> None:
@@ -82,10 +93,12 @@ def _wait(ctx, op: ttng.WaitBarrierOp) -> None:
 
 
 def _inval(ctx, op: ttng.InvalBarrierOp) -> None:
-    ctx.barriers.barrier()  # every thread has left its wait
+    if not isinstance(op.prev_op, ttng.InvalBarrierOp):
+        ctx.barriers.barrier()  # every thread has left its waits
     bar = _smem_address(ctx, op.alloc)
-    ctx.asm(VOID, _one_thread("mbarrier.inval.shared::cta.b64 [$1];"), "r,r", [ctx.tid, bar])
-    ctx.smem_access(buffer_interval(ctx, op.alloc), write=True)
+    ctx.asm(VOID, _one_thread("mbarrier.inval.shared::cta.b64 [$1];"), "r,r", [_leader(ctx), bar])
+    if not isinstance(op.next_op, ttng.InvalBarrierOp):  # thread 0 wrote the bytes
+        ctx.smem_access(buffer_interval(ctx, op.alloc), write=True)
 
 
 def _fence(ctx, op: ttng.FenceAsyncSharedOp) -> None:
@@ -101,17 +114,18 @@ def _copy_out(ctx, op: ttng.AsyncTMACopyLocalToGlobalOp) -> None:
     src = _smem_address(ctx, op.src)
     tmap = ctx.b.ptrtoint(ctx.get(op.desc), I64)
     row, col = (ctx.get(c) for c in op.coord)
+    leader = _leader(ctx)
     copy = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$4];"
     for p in range(cols // panel_cols):
         at = ctx.b.add(src, I32(p * panel_bytes))
         inner = ctx.b.add(col, I32(p * panel_cols))
-        ctx.asm(VOID, _one_thread(copy), "r,l,r,r,r", [ctx.tid, tmap, inner, row, at])
-    ctx.asm(VOID, _one_thread("cp.async.bulk.commit_group;"), "r", [ctx.tid])
+        ctx.asm(VOID, _one_thread(copy), "r,l,r,r,r", [leader, tmap, inner, row, at])
+    ctx.asm(VOID, _one_thread("cp.async.bulk.commit_group;"), "r", [leader])
 
 
 def _store_wait(ctx, op: ttng.AsyncTMAStoreWaitOp) -> None:
     text = f"cp.async.bulk.wait_group.read {op.pendings.value.data};"
-    ctx.asm(VOID, _one_thread(text), "r", [ctx.tid])
+    ctx.asm(VOID, _one_thread(text), "r", [_leader(ctx)])
 
 
 # op class -> fn(ctx, op): NVIDIA's rules for TMA copies and mbarriers
