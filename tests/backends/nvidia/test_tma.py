@@ -1,0 +1,198 @@
+"""Tensor descriptors on Hopper without a GPU: which accesses the TTIR stage keeps for TMA (and
+why the others stay masked pointer loads), the TTGIR of the TMA path (tensor-map parameters,
+mbarrier rings pipelined over num_stages, the NVMMA buffers wgmma reads), PTX for sm_90a that
+ptxas assembles, the metadata the launcher encodes tensor maps from, and the launch-time checks."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.arguments import ArgumentError
+from kernellab.backends.metadata import TmaDescriptor
+from kernellab.backends.nvidia.launcher import plan_parameters
+from kernellab.backends.nvidia.tensor_maps import TensorMaps
+from kernellab.examples import matmul_descriptor_persistent_kernel
+from kernellab.ir import parse_module, print_module
+from kernellab.tools.tensor_descriptor import TensorDescriptor
+from tests.filecheck import check, check_not
+
+
+@kl.jit
+def scale_tiles_kernel(x_desc, y_desc, BM: tl.constexpr, BN: tl.constexpr):
+    """y = 2x + 1, one BM x BN tile per program, through host descriptors."""
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    y_desc.store([i, j], x_desc.load([i, j]) * 2 + 1)
+
+
+@kl.jit
+def device_descriptor_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    x_desc = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN])
+    y_desc = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BM, BN])
+    i = tl.program_id(0) * BM
+    y_desc.store([i, 0], x_desc.load([i, 0]))
+
+
+def compiled(kernel, args, meta, target="sm_90a", **options):
+    bound = kernel.binder.bind(args, meta)
+    signature, constexprs, attrs = kernel.binder.compile_args(bound)
+    return kl.compile(kernel, signature=signature, constexprs=constexprs, attrs=attrs,
+                      target=target, **options)  # fmt: skip
+
+
+def descriptors(shape, block, dtype=np.float16, padding="zero"):
+    a = np.zeros(shape, dtype)
+    return TensorDescriptor.from_tensor(a, block, padding), TensorDescriptor.from_tensor(a, block)
+
+
+def record(ck, name):
+    return next(r for r in ck.passes if r.name == name)
+
+
+def compile_matmul(bm=128, bn=128, bk=64, warps=4, stages=3, dtype=np.float16):
+    a = np.zeros((512, 512), dtype)
+    args = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(a, [bk, bn]),
+            TensorDescriptor.from_tensor(a, [bm, bn]), 512, 512, 512)  # fmt: skip
+    meta = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=132)
+    return compiled(matmul_descriptor_persistent_kernel, args, meta, num_warps=warps, num_stages=stages)
+
+
+def test_descriptor_accesses_are_ops_in_ttir_and_pointers_elsewhere():
+    args = descriptors((64, 64), [32, 64])
+    hopper = compiled(scale_tiles_kernel, args, {"BM": 32, "BN": 64})
+    check(hopper.asm["ttir"], [
+        re.compile(r"tt.descriptor_load %\w+\[%\w+, %\w+\] strides \[%\w+, %\w+\] at \[%\w+, %\w+\] "
+                   r"\{padding = \"zero\", host = \"x_desc\"\} : !tt.ptr<f16> -> tensor<32x64xf16>"),
+        re.compile(r"tt.descriptor_store .*host = \"y_desc\""),
+    ])  # fmt: skip
+    assert "2× kept" in record(hopper, "lower_descriptors").summary
+    for target in ("sm_90", "sm_80"):
+        plain = compiled(scale_tiles_kernel, args, {"BM": 32, "BN": 64}, target=target)
+        check_not(plain.asm["ttir"], ["tt.descriptor_", "ttng."])
+        check(plain.asm["ttir"], ["tt.load", "tt.store"])
+        assert "cp.async.bulk" not in plain.asm["ptx"]
+
+
+def test_the_ttir_with_descriptor_ops_parses_back():
+    ttir = compiled(scale_tiles_kernel, descriptors((64, 64), [32, 64]), {"BM": 32, "BN": 64}).asm["ttir"]
+    assert print_module(parse_module(ttir)) == ttir
+
+
+@pytest.mark.parametrize(
+    ("args", "meta", "reason"),
+    [
+        (descriptors((64, 64), [32, 8]), {"BM": 32, "BN": 8}, "under the narrowest swizzle"),
+        (descriptors((64, 64), [4, 128]), {"BM": 4, "BN": 128}, "panels of a swizzled tile start on 8-row"),
+    ],
+    ids=["16-byte rows", "4 rows, 2 panels"],
+)
+def test_accesses_tma_cannot_take_stay_plain_and_say_why(args, meta, reason):
+    ck = compiled(scale_tiles_kernel, args, meta)
+    assert reason in record(ck, "lower_descriptors").summary
+    assert "cp.async.bulk" not in ck.asm["ptx"] and len(ck.asm["cubin"]) > 0
+
+
+def test_device_side_descriptors_stay_plain_on_sm_90a():
+    a = np.zeros((64, 64), np.float16)
+    ck = compiled(device_descriptor_kernel, (a, a, 64, 64), {"BM": 32, "BN": 64})
+    assert "device-side descriptor" in record(ck, "lower_descriptors").summary
+    assert "ttng." not in ck.asm["ttgir"] and ck.metadata.get("tma_descriptors") is None
+
+
+def test_a_tile_not_feeding_a_dot_is_copied_then_read_from_shared_memory():
+    ck = compiled(scale_tiles_kernel, descriptors((64, 64), [32, 64], padding="nan"), {"BM": 32, "BN": 64})
+    check(ck.asm["ttgir"], [
+        "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 16}>",
+        re.compile(r"tt.func public @scale_tiles_kernel\(.*%\w+: !tt.ptr<i8> \{tt.nv_tma_desc = 1 : i32, "
+                   r"tt.tma = \{.*\}\}, %\w+: !tt.ptr<i8> \{tt.nv_tma_desc = 1 : i32"),
+        "ttg.local_alloc : () -> !ttg.memdesc<32x64xf16, #shared, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<1xi64, #shared1, #smem, mutable>",
+        "ttng.init_barrier", "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local",
+        "ttng.wait_barrier", "ttng.inval_barrier", "ttg.local_load",
+        "ttg.local_alloc", "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global",
+        "ttng.async_tma_store_wait {pendings = 0 : i32}",
+    ])  # fmt: skip
+    load, store = (TmaDescriptor.of(d) for d in ck.metadata["tma_descriptors"])
+    assert (load.param, load.box, load.swizzle, load.fill) == ("x_desc", (32, 64), 128, "nan")
+    assert load.base == ("arg", 0) and load.shape == (("arg", 1), ("arg", 2))
+    assert load.strides == (("arg", 3), ("value", 1))  # the last stride, specialized to 1
+    assert (store.param, store.base, store.fill) == ("y_desc", ("arg", 4), "zero")
+    ptx = ck.asm["ptx"]
+    assert len(re.findall(r"\.param \.align 64 \.b8 scale_tiles_kernel_param_\d+\[128\]", ptx)) == 2
+    check(ptx, [
+        "mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
+        "cvta.param.u64", "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+        "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.inval.shared::cta.b64",
+        "fence.proxy.async.shared::cta", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
+        "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read 0",
+    ])  # fmt: skip
+    assert len(ck.asm["cubin"]) > 0
+
+
+def test_persistent_descriptor_matmul_is_pipelined_tma_into_wgmma():
+    ck = compile_matmul()
+    check(ck.asm["ttgir"], [
+        "#mma = #ttg.nvidia_mma<{versionMajor = 3",
+        "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 16}>",
+        "scf.for",
+        # 3 stages, refill first, the dot asynchronous: 4 slots, one barrier each
+        "ttg.local_alloc : () -> !ttg.memdesc<4x128x64xf16, #shared, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<4x64x128xf16, #shared, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<4x1xi64, #shared1, #smem, mutable>",
+        "ttng.init_barrier", "ttng.init_barrier", "ttng.init_barrier", "ttng.init_barrier",
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        re.compile(r"scf.for .* iter_args\(.*\) -> \(tensor<128x128xf32, #mma>, i32, i32, i32\)"),
+        re.compile(r"ttng.wait_barrier %\w+, %\w+"),
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        "ttng.warp_group_dot", "isAsync", "ttng.warp_group_dot_wait",
+        "arith.xori",  # the phase flips when the read slot wraps
+        "scf.yield",
+        "ttng.inval_barrier", "ttng.inval_barrier", "ttng.inval_barrier", "ttng.inval_barrier",
+        re.compile(r"ttg.local_alloc %\w+ : \(tensor<128x128xf16, #mma>\)"),  # C straight from the accumulator
+        "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global",
+    ])  # fmt: skip
+    loop = ck.asm["ttgir"].split("scf.for")[2].split("scf.yield")[0]
+    check_not(loop, ["ttg.async_copy_global_to_local", "ttg.local_load", "tt.load"])
+    ptx = ck.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+    # A is one 128-byte panel per tile, B two: three TMA copies per refill
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 3 * 3
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+@pytest.mark.parametrize("config", [(128, 256, 64, 8, 3), (64, 128, 64, 4, 4), (128, 64, 32, 4, 4)],
+                         ids=lambda c: "x".join(map(str, c)))  # fmt: skip
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_matmul_configs_assemble_for_sm_90a(config, dtype):
+    if dtype == "bfloat16":
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        dtype = ml_dtypes.bfloat16
+    bm, bn, bk, warps, stages = config
+    ck = compile_matmul(bm, bn, bk, warps, stages, dtype)
+    assert "ttng.wait_barrier" in ck.asm["ttgir"] and "wgmma.mma_async" in ck.asm["ptx"]
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+def test_kernel_parameters_pass_tensor_maps_as_bytes():
+    fmt, offsets, total, _, extras = plan_parameters(["u64", "u32", "b8[128]"], ["*fp16", "i32"])
+    assert offsets == [0, 8, 16] and total == 144 and fmt == "=Qi4x128s"
+    assert extras == [bytes(128)]
+
+
+def test_a_tensor_tma_cannot_read_is_refused_at_launch_with_what_to_change():
+    d = TmaDescriptor("a_desc", ("arg", 0), (("arg", 1), ("arg", 2)), (("arg", 3), ("value", 1)),
+                      (128, 64), 128, "zero")  # fmt: skip
+    maps = TensorMaps("k", [d], ["*fp16", "i32", "i32", "i32"])
+    for args, problem in [
+        ((0x1008, 64, 64, 64), "base address 0x1008 is not 16-byte aligned"),
+        ((0x1000, 64, 60, 60), "stride 0 (60 elements, 120 bytes) is not a multiple of 16 bytes"),
+    ]:
+        with pytest.raises(ArgumentError, match=re.escape(problem)) as e:
+            maps.encode(args)
+        assert 'target="sm_90"' in str(e.value)
