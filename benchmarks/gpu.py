@@ -13,6 +13,9 @@ Measures (see benchmarks/README.md for what each figure means):
   matmul     the tutorial matmul (same kernel text for kernellab and Triton), each autotuned over
              the tutorial's CUDA configs, next to cuBLAS (torch.matmul): fp16 and bf16 at 1024,
              2048, 4096, 8192 and a skinny 16 x 8192 x 8192, tf32 at 4096; TFLOP/s (2MNK)
+  matmul descriptor  tutorial 09's persistent matmul through host TensorDescriptors (TMA loads
+             and stores on Hopper, the same kernel text for kernellab and Triton), each autotuned
+             over MATMUL_DESCRIPTOR_CONFIGS, next to cuBLAS: fp16 at 4096 and 8192; TFLOP/s
   matmul compile  kl.compile of the largest tutorial config (128x256x64, 8 warps, 3 stages)
   compile    first compile of vector add in a fresh process (clean cache dir), cached compile
              in a second process, and the first launch of each, Triton's too
@@ -53,6 +56,7 @@ from kernellab.examples import (
     layer_norm_config,
     layer_norm_kernel,
     attention_fwd_kernel,
+    matmul_descriptor_persistent_kernel,
     matmul_kernel,
     softmax_config,
     softmax_kernel,
@@ -84,6 +88,10 @@ MATMUL_CONFIGS = [
     (128, 64, 32, 8, 4, 4), (64, 128, 32, 8, 4, 4), (128, 32, 32, 8, 4, 4),
     (64, 32, 32, 8, 5, 2), (32, 64, 32, 8, 5, 2),
 ]  # fmt: skip
+# the persistent descriptor matmul: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps)
+MATMUL_DESCRIPTOR_CASES = [(n, n, n, "fp16") for n in (4096, 8192)]
+MATMUL_DESCRIPTOR_CONFIGS = [(128, 256, 64, 8, 3, 8), (128, 256, 64, 8, 4, 8), (128, 128, 64, 8, 4, 4),
+                             (128, 128, 64, 8, 3, 8)]  # fmt: skip
 COPY_ELEMENTS = 2**28
 LAUNCH_ELEMENTS, LAUNCHES, LAUNCH_TRIALS = 256, 5000, 5
 FLUSH_BYTES = 256 * 2**20
@@ -108,12 +116,14 @@ def use_quick_sizes() -> None:
     global VECTOR_SIZES, SOFTMAX_ROWS, SOFTMAX_COLS, LAYERNORM_ROWS, LAYERNORM_COLS, COPY_ELEMENTS
     global LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS
     global PERSISTENT_ROWS, PERSISTENT_COLS, MATMUL_CASES, ATTENTION_SEQS, ATTENTION_BATCH
+    global MATMUL_DESCRIPTOR_CASES
     VECTOR_SIZES = [2**12, 2**16]
     SOFTMAX_ROWS, SOFTMAX_COLS = 64, [256, 1024]
     LAYERNORM_ROWS, LAYERNORM_COLS = 64, [1024]
     PERSISTENT_ROWS, PERSISTENT_COLS = 64, [1024]
     ATTENTION_SEQS, ATTENTION_BATCH = [256], 1
     MATMUL_CASES = [(256, 256, 256, "fp16"), (16, 512, 512, "bf16")]
+    MATMUL_DESCRIPTOR_CASES = [(512, 512, 512, "fp16")]
     COPY_ELEMENTS, LAUNCHES, LAUNCH_TRIALS, FLUSH_BYTES, REP_MS = 2**20, 200, 2, 2**20, 5.0
 
 
@@ -230,6 +240,32 @@ if triton is not None:
         c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
         c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
         ttl.store(c_ptrs, c, mask=c_mask)
+
+    @triton.jit
+    def triton_matmul_descriptor_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
+                                                   BLOCK_SIZE_M: ttl.constexpr, BLOCK_SIZE_N: ttl.constexpr,
+                                                   BLOCK_SIZE_K: ttl.constexpr, GROUP_SIZE_M: ttl.constexpr,
+                                                   NUM_SMS: ttl.constexpr):  # fmt: skip
+        num_pid_m = ttl.cdiv(M, BLOCK_SIZE_M)
+        num_pid_n = ttl.cdiv(N, BLOCK_SIZE_N)
+        k_tiles = ttl.cdiv(K, BLOCK_SIZE_K)
+        num_tiles = num_pid_m * num_pid_n
+        num_pid_in_group = GROUP_SIZE_M * num_pid_n
+        for tile_id in ttl.range(ttl.program_id(0), num_tiles, NUM_SMS):
+            group_id = tile_id // num_pid_in_group
+            first_pid_m = group_id * GROUP_SIZE_M
+            group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+            pid_m = first_pid_m + (tile_id % group_size_m)
+            pid_n = (tile_id % num_pid_in_group) // group_size_m
+            offs_am = pid_m * BLOCK_SIZE_M
+            offs_bn = pid_n * BLOCK_SIZE_N
+            accumulator = ttl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ttl.float32)
+            for ki in range(k_tiles):
+                offs_k = ki * BLOCK_SIZE_K
+                a = a_desc.load([offs_am, offs_k])
+                b = b_desc.load([offs_k, offs_bn])
+                accumulator = ttl.dot(a, b, accumulator)
+            c_desc.store([offs_am, offs_bn], accumulator.to(c_desc.dtype))
 
     @triton.jit
     def triton_attention_fwd_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm,
@@ -670,6 +706,72 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
     guarded(results, "matmul", case, "triton", "TFLOP/s", triton_run)
 
 
+def bench_matmul_descriptor(results, torch, timer):
+    for m, n, k, dtype in MATMUL_DESCRIPTOR_CASES:
+        matmul_descriptor_case(results, torch, timer, m, n, k, dtype)
+
+
+def matmul_descriptor_case(results, torch, timer, m, n, k, dtype):
+    """One shape: the persistent descriptor matmul (kernellab's host TensorDescriptor, Triton's
+    triton.tools one), each autotuned over MATMUL_DESCRIPTOR_CONFIGS, and cuBLAS."""
+    from kernellab.tools.tensor_descriptor import TensorDescriptor
+
+    case = f"{m}x{n}x{k} {dtype}"
+    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(m, k, device="cuda").to(torch_dtype)
+    b = torch.randn(k, n, device="cuda").to(torch_dtype)
+    ref = a.double() @ b.double()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def autotuned(kernel, descriptor):
+        best, notes = None, []
+        for config in MATMUL_DESCRIPTOR_CONFIGS:
+            bm, bn, bk, group, stages, warps = config
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+            descs = (descriptor(a, [bm, bk]), descriptor(b, [bk, bn]), descriptor(c, [bm, bn]))
+            grid = (min(sms, kl.cdiv(m, bm) * kl.cdiv(n, bn)),)
+
+            def launch():
+                kernel[grid](*descs, m, n, k, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                             GROUP_SIZE_M=group, NUM_SMS=sms, num_stages=stages, num_warps=warps)  # fmt: skip
+
+            try:
+                launch()
+                torch.cuda.synchronize()
+            except Exception as e:
+                notes.append(f"{config}: {type(e).__name__}: {str(e).splitlines()[0][:80]}")
+                continue
+            err = float((c.double() - ref).norm() / ref.norm())
+            if not err <= MATMUL_TOLERANCE[dtype]:
+                notes.append(f"{config}: WRONG (relative error {err:.3g})")
+                continue
+            ms, st = timer.median_ms(launch)
+            if best is None or ms < best[0]:
+                best = (ms, config, st, err)
+        if best is None:
+            return None, "WRONG: no config gave a correct result; " + "; ".join(notes)
+        ms, config, st, err = best
+        note = "best {}x{}x{} g{} s{} w{}".format(*config) + f", rel. error {err:.1e}"
+        return tflops(m, n, k, ms), note, {"median_ms": ms, "config": config, "skipped": notes, **st}
+
+    def kernellab_run():
+        return autotuned(matmul_descriptor_persistent_kernel, TensorDescriptor.from_tensor)
+
+    def torch_run():
+        ms, st = timer.median_ms(lambda: torch.matmul(a, b))
+        return tflops(m, n, k, ms), "", {"median_ms": ms, **st}
+
+    def triton_run():
+        need_triton()
+        from triton.tools.tensor_descriptor import TensorDescriptor as TritonDescriptor
+
+        return autotuned(triton_matmul_descriptor_persistent_kernel, TritonDescriptor.from_tensor)
+
+    guarded(results, "matmul descriptor", case, "kernellab", "TFLOP/s", kernellab_run)
+    guarded(results, "matmul descriptor", case, "cuBLAS", "TFLOP/s", torch_run)
+    guarded(results, "matmul descriptor", case, "triton", "TFLOP/s", triton_run)
+
+
 ATTENTION_TOLERANCE = 2e-3  # ‖O - ref‖ / ‖ref‖: P is rounded to fp16 before P·V, O to fp16
 
 
@@ -1054,6 +1156,7 @@ KEY_CASES = {
     "softmax persistent": ["4096x1024", "4096x4096", "4096x12160"],
     "matmul": ["4096x4096x4096 fp16", "4096x4096x4096 bf16", "8192x8192x8192 fp16",
                "4096x4096x4096 tf32"],
+    "matmul descriptor": ["4096x4096x4096 fp16", "8192x8192x8192 fp16"],
 }  # fmt: skip
 
 
@@ -1150,6 +1253,11 @@ PLAN = [
         "tutorial matmul autotuned over its 8 configs, fp16/bf16 1024..8192 + 16x8192x8192, tf32 "
         "4096: kernellab / cuBLAS / triton, TFLOP/s",
     ),
+    (
+        "matmul descriptor",
+        "tutorial 09's persistent matmul through host TensorDescriptors (TMA on Hopper), fp16 "
+        "4096 and 8192: kernellab / cuBLAS / triton (same kernel text), TFLOP/s",
+    ),
     ("matmul compile", "kl.compile of the 128x256x64 8-warp 3-stage config, cache bypassed"),
     (
         "attention",
@@ -1174,6 +1282,7 @@ SECTION_SECONDS = {
     "layer norm": 90,
     "softmax persistent": 60,
     "matmul": 300,
+    "matmul descriptor": 240,
     "matmul compile": 60,
     "attention": 180,
     "warm launch": 60,
@@ -1191,7 +1300,8 @@ def run_section(section: str, sink: str) -> int:
     target = f"sm_{major}{minor}{'a' if (major, minor) == (9, 0) else ''}"  # wgmma: sm_90a
     results.info(device=torch.cuda.get_device_name(0), capability=f"{major}.{minor}", target=target,
                  sm_count=props.multi_processor_count, memory_gib=round(props.total_memory / 2**30, 1))  # fmt: skip
-    timed = ("copy", "vector add", "softmax", "layer norm", "softmax persistent", "matmul", "attention")
+    timed = ("copy", "vector add", "softmax", "layer norm", "softmax persistent", "matmul",
+             "matmul descriptor", "attention")  # fmt: skip
     timer = Timer(torch) if section in timed else None
     run = {
         "copy": lambda: bench_copy(results, torch, timer),
@@ -1200,6 +1310,7 @@ def run_section(section: str, sink: str) -> int:
         "layer norm": lambda: bench_layer_norm(results, torch, timer),
         "softmax persistent": lambda: bench_softmax_persistent(results, torch, timer),
         "matmul": lambda: bench_matmul(results, torch, timer),
+        "matmul descriptor": lambda: bench_matmul_descriptor(results, torch, timer),
         "matmul compile": lambda: bench_matmul_compile(results, target),
         "attention": lambda: bench_attention(results, torch, timer),
         "warm launch": lambda: bench_launch(results, torch),

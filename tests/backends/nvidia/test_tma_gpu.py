@@ -1,0 +1,137 @@
+"""Tensor descriptors through TMA on a Hopper GPU (`-m gpu`, compute capability 9.0: kernels
+compile for sm_90a there), against the interpreter: tiles straddling every edge of the tensor
+(reads outside give zero or NaN, stores are clipped), fp16/bf16/fp32, 2-D (TMA) and 3-D (the
+plain lowering), the persistent descriptor matmul against float64, and the launch-time check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.arguments import ArgumentError
+from kernellab.examples import matmul_descriptor_persistent
+from kernellab.tools.tensor_descriptor import TensorDescriptor
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("TMA needs a Hopper GPU (compute capability 9.0)")
+    return torch
+
+
+@kl.jit
+def edge_tiles_kernel(x_desc, y_desc, tiles_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    """Program (p, q) reads the tile at ((p - 1) * BM + 3, (q - 1) * BN + 5): the grid's first
+    and last tiles straddle all four edges. The tile goes whole to `tiles` (padding included)
+    and, as 2x + 1, through y_desc at the same place (clipped)."""
+    p = tl.program_id(0)
+    q = tl.program_id(1)
+    i = (p - 1) * BM + 3
+    j = (q - 1) * BN + 5
+    tile = x_desc.load([i, j])
+    flat = (p * tl.num_programs(1) + q) * BM * BN
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(tiles_ptr + flat + offs, tile)
+    y_desc.store([i, j], tile * 2 + 1)
+
+
+@kl.jit
+def edge_tiles_3d_kernel(x_desc, y_desc, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr):
+    i = tl.program_id(0) * B0 - 1
+    j = tl.program_id(1) * B1 - 3
+    k = tl.program_id(2) * B2 - 5
+    y_desc.store([i, j, k], x_desc.load([i, j, k]) - 1)
+
+
+def _np_dtype(name):
+    if name == "bfloat16":
+        return pytest.importorskip("ml_dtypes").bfloat16
+    return np.dtype(name)
+
+
+def _random(torch, shape, dtype):
+    return torch.randn(shape, device="cuda").to(getattr(torch, dtype))
+
+
+def _numpy(t, dtype):
+    return t.float().cpu().numpy().astype(_np_dtype(dtype)) if dtype == "bfloat16" else t.cpu().numpy()
+
+
+def _same(got, want) -> None:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    bad = ~((got == want) | (np.isnan(got) & np.isnan(want)))
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} differ; first at {tuple(np.argwhere(bad)[0])}"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("padding", ["zero", "nan"])
+@pytest.mark.parametrize(("m", "n", "bm", "bn"), [(100, 150, 32, 64), (77, 200, 64, 32), (64, 128, 16, 128)])
+def test_tma_tiles_at_every_edge_match_the_interpreter(torch, dtype, padding, m, n, bm, bn):
+    x = _random(torch, (m, n), dtype)
+    y = torch.full_like(x, float("nan"))
+    grid = (kl.cdiv(m, bm) + 1, kl.cdiv(n, bn) + 1)
+    tiles = torch.full((grid[0] * grid[1] * bm * bn,), -7.0, device="cuda").to(x.dtype)
+    ck = edge_tiles_kernel[grid](TensorDescriptor.from_tensor(x, [bm, bn], padding),
+                                 TensorDescriptor.from_tensor(y, [bm, bn]), tiles, BM=bm, BN=bn)  # fmt: skip
+    torch.cuda.synchronize()
+    assert "cp.async.bulk.tensor.2d" in ck.asm["ptx"]  # both descriptors went through TMA
+    xh, yh, th = _numpy(x, dtype), _numpy(y, dtype), _numpy(tiles, dtype)
+    y_ref, t_ref = np.full_like(yh, np.nan), np.full_like(th, -7.0)
+    edge_tiles_kernel[grid](TensorDescriptor.from_tensor(xh, [bm, bn], padding),
+                            TensorDescriptor.from_tensor(y_ref, [bm, bn]), t_ref, BM=bm, BN=bn)  # fmt: skip
+    _same(th, t_ref)
+    _same(yh, y_ref)
+    assert not np.isnan(np.asarray(yh, np.float64)).any()  # every element written exactly once
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_3d_descriptors_match_the_interpreter(torch, dtype):
+    shape, block = (5, 37, 70), (2, 16, 32)
+    x = _random(torch, shape, dtype)
+    y = torch.full_like(x, float("nan"))
+    grid = tuple(kl.cdiv(s, b) + 1 for s, b in zip(shape, block))
+    edge_tiles_3d_kernel[grid](TensorDescriptor.from_tensor(x, block), TensorDescriptor.from_tensor(y, block),
+                               B0=block[0], B1=block[1], B2=block[2])  # fmt: skip
+    torch.cuda.synchronize()
+    xh = _numpy(x, dtype)
+    y_ref = np.full_like(xh, np.nan)
+    edge_tiles_3d_kernel[grid](TensorDescriptor.from_tensor(xh, block), TensorDescriptor.from_tensor(y_ref, block),
+                               B0=block[0], B1=block[1], B2=block[2])  # fmt: skip
+    _same(_numpy(y, dtype), y_ref)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("config", [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4)],
+                         ids=lambda c: "x".join(map(str, c)))  # fmt: skip
+def test_persistent_descriptor_matmul_matches_float64(torch, dtype, config):
+    bm, bn, bk, warps, stages = config
+    M, N, K = 520, 392, 3 * bk + 40  # partial tiles along M, N and K
+    a, b = _random(torch, (M, K), dtype), _random(torch, (K, N), dtype)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    ck = matmul_descriptor_persistent(a, b, c, sms, bm, bn, bk, num_warps=warps, num_stages=stages)
+    torch.cuda.synchronize()
+    assert "wgmma.mma_async" in ck.asm["ptx"] and "ttng.wait_barrier" in ck.asm["ttgir"]
+    a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy()
+    ref = a64 @ b64
+    bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
+    got = c.double().cpu().numpy()
+    bad = ~(np.abs(got - ref) <= bound)
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"
+
+
+def test_a_row_pitch_tma_cannot_read_is_refused_at_launch(torch):
+    x = torch.randn(64, 68, device="cuda").half()[:, :60]  # rows 136 bytes apart
+    y = torch.empty(64, 64, device="cuda").half()
+    with pytest.raises(ArgumentError, match="stride 0 .* is not a multiple of 16 bytes"):
+        edge_tiles_kernel[(1, 1)](TensorDescriptor.from_tensor(x, [32, 32]),
+                                  TensorDescriptor.from_tensor(y, [32, 32]),
+                                  torch.empty(4 * 32 * 32, device="cuda").half(), BM=32, BN=32)  # fmt: skip
