@@ -1,6 +1,6 @@
 """The NVIDIA backend: options, the stage dict {ttir, ttgir, llir, ptx, cubin}, parsers, launcher.
 
-    ttir   the TTIR pipeline (shared with the interpreter)
+    ttir   the TTIR pipeline (shared with the interpreter; on sm_90a TMA's descriptor accesses stay ops)
     ttgir  pipeline.make_ttgir: layouts, coalescing, ... (the backend's own TTGIR pipeline)
     llir   kernellab.backends.nvidia.lowering.make_llir: LLVM IR text + metadata (shared bytes)
     ptx    pipeline.make_ptx: LLVM verify, O3 and NVPTX code generation (llvmlite), traced

@@ -32,6 +32,14 @@ The rewrite, for S stages (Triton's shape):
   - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them) and i32
     iter_args carry the read and write slots; after the loop, `ttg.async_wait {num = 0}` and
     `ttg.local_dealloc` of each ring.
+On sm_90a, tensor-descriptor loads kept for TMA (passes/ttgir/tma.py) that feed the dot are
+pipelined the same way with TMA copies instead (a loop uses one kind of copy; TMA loads beside
+cp.async ones are left to the tma pass): their offsets are the addresses, a ring of mbarriers
+(one per slot, initialised before the loop, invalidated after) replaces the commit groups, a
+copy's bytes are announced on its slot's barrier (`ttng.barrier_expect`, predicated like the
+copies on the iteration existing), and `ttng.wait_barrier` on the read slot, with a parity the
+loop carries and flips each time the read slot wraps, replaces `ttg.async_wait`; the lowering
+puts the barrier before a refill where earlier reads of the slot are pending.
 The old address computations of iteration k are left to dce. Where the rings would pass
 `shared_limit`, the loop gets the largest S that fits (at least 2). As in Triton, a store in the
 loop is not assumed to alias a pipelined load: loads of later iterations move above it.
