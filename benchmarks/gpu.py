@@ -13,8 +13,9 @@ Measures (see benchmarks/README.md for what each figure means):
   matmul     the tutorial matmul (same kernel text for kernellab and Triton), each autotuned over
              the tutorial's CUDA configs, next to cuBLAS (torch.matmul): fp16 and bf16 at 1024,
              2048, 4096, 8192 and a skinny 16 x 8192 x 8192, tf32 at 4096; TFLOP/s (2MNK)
-  matmul descriptor  tutorial 09's persistent matmul through host TensorDescriptors (TMA loads
-             and stores on Hopper, the same kernel text for kernellab and Triton), each autotuned
+  matmul descriptor  tutorial 09's persistent matmul through host TensorDescriptors (C = A Bᵀ,
+             B N x K; TMA loads and stores on Hopper, the same kernel text for kernellab and
+             Triton), each autotuned
              over MATMUL_DESCRIPTOR_CONFIGS, next to cuBLAS: fp16 at 4096 and 8192; TFLOP/s
   matmul compile  kl.compile of the largest tutorial config (128x256x64, 8 warps, 3 stages)
   compile    first compile of vector add in a fresh process (clean cache dir), cached compile
@@ -263,8 +264,8 @@ if triton is not None:
             for ki in range(k_tiles):
                 offs_k = ki * BLOCK_SIZE_K
                 a = a_desc.load([offs_am, offs_k])
-                b = b_desc.load([offs_k, offs_bn])
-                accumulator = ttl.dot(a, b, accumulator)
+                b = b_desc.load([offs_bn, offs_k])
+                accumulator = ttl.dot(a, b.T, accumulator)
             c_desc.store([offs_am, offs_bn], accumulator.to(c_desc.dtype))
 
     @triton.jit
@@ -719,8 +720,8 @@ def matmul_descriptor_case(results, torch, timer, m, n, k, dtype):
     case = f"{m}x{n}x{k} {dtype}"
     torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
     a = torch.randn(m, k, device="cuda").to(torch_dtype)
-    b = torch.randn(k, n, device="cuda").to(torch_dtype)
-    ref = a.double() @ b.double()
+    b = torch.randn(n, k, device="cuda").to(torch_dtype)  # N x K, as tutorial 09 keeps B
+    ref = a.double() @ b.double().t()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
 
     def autotuned(kernel, descriptor):
@@ -728,7 +729,7 @@ def matmul_descriptor_case(results, torch, timer, m, n, k, dtype):
         for config in MATMUL_DESCRIPTOR_CONFIGS:
             bm, bn, bk, group, stages, warps = config
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-            descs = (descriptor(a, [bm, bk]), descriptor(b, [bk, bn]), descriptor(c, [bm, bn]))
+            descs = (descriptor(a, [bm, bk]), descriptor(b, [bn, bk]), descriptor(c, [bm, bn]))
             grid = (min(sms, kl.cdiv(m, bm) * kl.cdiv(n, bn)),)
 
             def launch():
@@ -758,7 +759,8 @@ def matmul_descriptor_case(results, torch, timer, m, n, k, dtype):
         return autotuned(matmul_descriptor_persistent_kernel, TensorDescriptor.from_tensor)
 
     def torch_run():
-        ms, st = timer.median_ms(lambda: torch.matmul(a, b))
+        bt = b.t()
+        ms, st = timer.median_ms(lambda: torch.matmul(a, bt))
         return tflops(m, n, k, ms), "", {"median_ms": ms, **st}
 
     def triton_run():

@@ -140,10 +140,11 @@ def matmul_descriptor_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
                                         BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
                                         BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
                                         NUM_SMS: tl.constexpr):  # fmt: skip
-    """C = A @ B (fp32 accumulation, C in c_desc's type) over host TensorDescriptors of A (M x
-    K), B (K x N) and C (M x N): a grid of NUM_SMS programs, each walking the output tiles
-    NUM_SMS apart. Tiles past an edge read zeros and store nothing outside; on Hopper every
-    load and store is a TMA copy."""
+    """C = A @ Bᵀ (fp32 accumulation, C in c_desc's type) over host TensorDescriptors of A (M x
+    K), B (N x K, as tutorial 09 and torch's weights keep it) and C (M x N): a grid of NUM_SMS
+    programs, each walking the output tiles NUM_SMS apart. Tiles past an edge read zeros and
+    store nothing outside; on Hopper every load and store is a TMA copy (B's tiles land in the
+    K-major buffer wgmma reads Bᵀ from)."""
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
@@ -161,24 +162,24 @@ def matmul_descriptor_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
         for ki in range(k_tiles):
             offs_k = ki * BLOCK_SIZE_K
             a = a_desc.load([offs_am, offs_k])
-            b = b_desc.load([offs_k, offs_bn])
-            accumulator = tl.dot(a, b, accumulator)
+            b = b_desc.load([offs_bn, offs_k])
+            accumulator = tl.dot(a, b.T, accumulator)
         c_desc.store([offs_am, offs_bn], accumulator.to(c_desc.dtype))
 
 
 def matmul_descriptor_persistent(a, b, c, num_sms: int, block_m: int = 128, block_n: int = 128,
                                  block_k: int = 64, group_m: int = 8, num_warps: int = 4,
                                  num_stages: int = 3):  # fmt: skip
-    """c = a @ b (torch tensors or numpy arrays, row-major) with the persistent descriptor
-    kernel on min(num_sms, tiles) programs; returns what the launch returns."""
+    """c = a @ bᵀ (torch tensors or numpy arrays, row-major; b is N x K) with the persistent
+    descriptor kernel on min(num_sms, tiles) programs; returns what the launch returns."""
     from kernellab.tools.tensor_descriptor import TensorDescriptor
 
     m, k = a.shape
-    n = b.shape[1]
+    n = b.shape[0]
     tiles = math.ceil(m / block_m) * math.ceil(n / block_n)
     return matmul_descriptor_persistent_kernel[(min(num_sms, tiles),)](
         TensorDescriptor.from_tensor(a, [block_m, block_k]),
-        TensorDescriptor.from_tensor(b, [block_k, block_n]),
+        TensorDescriptor.from_tensor(b, [block_n, block_k]),
         TensorDescriptor.from_tensor(c, [block_m, block_n]), m, n, k,
         BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k, GROUP_SIZE_M=group_m,
         NUM_SMS=num_sms, num_warps=num_warps, num_stages=num_stages,

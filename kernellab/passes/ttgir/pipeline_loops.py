@@ -134,6 +134,7 @@ class _Load:
     encoding: object  # the ring's shared encoding
     offsets: tuple = ()  # a descriptor load's tile coordinates
     tensor_map: SSAValue | None = None  # and the kernel parameter its copies read
+    staging: tma.Staging | None = None  # and its way into the wgmma buffer (alloc, trans)
 
 
 def _is_tma(load) -> bool:
@@ -154,10 +155,12 @@ def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
     loads, tma_loads = [], []
     for op in body.ops:
         if isinstance(op, tt.DescriptorLoadOp):  # kept for TMA by the TTIR stage
-            shared = tma.shared_type(op)
-            alloc = tma.staging_alloc(op, shared)
-            if not (has_dot and alloc is None):
-                tma_loads.append(_Load(op, alloc, shared.encoding, tuple(op.offsets)))
+            staged = tma.staging(op)
+            if staged is not None:
+                encoding = staged.buffer_type.encoding
+                tma_loads.append(_Load(op, staged.alloc, encoding, tuple(op.offsets), staging=staged))
+            elif not has_dot:
+                tma_loads.append(_Load(op, None, tma.shared_type(op).encoding, tuple(op.offsets)))
             continue
         if not isinstance(op, tt.LoadOp) or not isinstance(op.result.type, TensorType):
             continue
@@ -371,9 +374,8 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     rings = []
     for item in plan.loads:
         t = item.load.result.type
-        ring_type = ttg.MemDescType(
-            (slots, *t.get_shape()), tt.element_type(t), item.encoding, mutable=True
-        )
+        shape = item.alloc.result.type.get_shape() if item.alloc else t.get_shape()  # b.T: transposed
+        ring_type = ttg.MemDescType((slots, *shape), tt.element_type(t), item.encoding, mutable=True)
         rings.append(before.add(ttg.LocalAllocOp(ring_type)).result)
     barriers = None
     if on_tma:  # one mbarrier per slot, initialised once
@@ -542,6 +544,9 @@ def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> Operation:
     load = item.load
     b = _Builder(InsertPoint.before(load))
     view = b.add(ttg.MemDescIndexOp(ring, slot)).result
+    if item.staging is not None:
+        item.staging.replace(view)
+        return view.owner
     if item.alloc is not None:
         item.alloc.result.replace_all_uses_with(view)
         Rewriter.erase_op(item.alloc)

@@ -32,6 +32,8 @@ iterations. A store goes to shared memory (`ttg.local_alloc %tile`), `ttng.fence
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -191,8 +193,8 @@ def tile_bytes(op) -> int:
 
 
 def _load(op: tt.DescriptorLoadOp, desc: SSAValue) -> None:
-    buf_type = shared_type(op)
-    t = op.result.type
+    staged = staging(op)
+    buf_type = staged.buffer_type if staged else shared_type(op)
     buf = ttg.LocalAllocOp(buf_type)
     bar = ttg.LocalAllocOp(barrier_type())
     phase = arith.ConstantOp.of(0, i32)
@@ -203,9 +205,8 @@ def _load(op: tt.DescriptorLoadOp, desc: SSAValue) -> None:
         ttng.AsyncTMACopyGlobalToLocalOp(desc, op.offsets, buf.result, bar.result, true.result),
         phase, ttng.WaitBarrierOp(bar.result, phase.result), ttng.InvalBarrierOp(bar.result),
     ]  # fmt: skip
-    staged = staging_alloc(op, buf_type)
     if staged is None:
-        read = ttg.LocalLoadOp(buf.result, t)
+        read = ttg.LocalLoadOp(buf.result, op.result.type)
         new.append(read)
     for o in new:
         o.location = op.location
@@ -213,19 +214,50 @@ def _load(op: tt.DescriptorLoadOp, desc: SSAValue) -> None:
     if staged is None:
         Rewriter.replace_op(op, [], [read.result])
         return
-    staged.result.replace_all_uses_with(buf.result)
-    Rewriter.erase_op(staged)
-    Rewriter.erase_op(op)
+    staged.replace(buf.result)
 
 
-def staging_alloc(op: tt.DescriptorLoadOp, buf_type: ttg.MemDescType) -> ttg.LocalAllocOp | None:
-    """The `ttg.local_alloc` that accelerate_matmul staged the tile into for wgmma, when it is
-    the tile's only use and has the TMA buffer's layout (then the copy lands there)."""
-    uses = list(op.result.uses)
-    if len(uses) != 1 or not isinstance(uses[0].operation, ttg.LocalAllocOp):
-        return None
-    alloc = uses[0].operation
-    return alloc if alloc.result.type.encoding == buf_type.encoding else None
+@dataclass
+class Staging:
+    """A tile's way into the wgmma operand buffer accelerate_matmul staged it in: the
+    `ttg.local_alloc`, reached from the load directly, through layout conversions, or through
+    a `tt.trans` (then the buffer is the transposed NVMMA layout of the tile, holding the same
+    bytes: `b.T` of a K-contiguous tile is a K-major B). The TMA copy can land there."""
+
+    alloc: ttg.LocalAllocOp
+    between: list[Operation]
+
+    @property
+    def buffer_type(self) -> ttg.MemDescType:
+        t = self.alloc.result.type
+        return ttg.MemDescType(t.get_shape(), t.element_type, t.encoding, mutable=True)
+
+    def replace(self, view: SSAValue) -> None:
+        """Read `view` where the staged buffer was read; erase the staging and the load."""
+        self.alloc.result.replace_all_uses_with(view)
+        load = (self.between[0] if self.between else self.alloc).operands[0].owner
+        for o in [self.alloc, *reversed(self.between), load]:
+            Rewriter.erase_op(o)
+
+
+def staging(op: tt.DescriptorLoadOp) -> Staging | None:
+    """How `op`'s tile (its only use) reaches a wgmma operand buffer whose layout is the one
+    the TMA writes, if it does."""
+    encoding = shared_type(op).encoding
+    value, between = op.result, []
+    while True:
+        uses = list(value.uses)
+        if len(uses) != 1:
+            return None
+        user = uses[0].operation
+        if isinstance(user, ttg.LocalAllocOp):
+            return Staging(user, between) if user.result.type.encoding == encoding else None
+        if isinstance(user, tt.TransOp) and encoding.transposed == 0 and len(user.result.type.get_shape()) == 2:
+            encoding = ttg.NVMMASharedEncodingAttr(encoding.swizzle_bytes, 1, encoding.element_bits)
+        elif not isinstance(user, ttg.ConvertLayoutOp):
+            return None
+        between.append(user)
+        value = user.result
 
 
 def _store(op: tt.DescriptorStoreOp, desc: SSAValue) -> None:

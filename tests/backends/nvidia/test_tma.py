@@ -38,6 +38,18 @@ def device_descriptor_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.conste
     y_desc.store([i, 0], x_desc.load([i, 0]))
 
 
+@kl.jit
+def matmul_kn_kernel(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B with B K x N: its tiles are N-contiguous (MN-major for wgmma) and, 128 columns
+    of fp16 being two 128-byte swizzle panels, take two TMA copies each."""
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([i, k]), b_desc.load([k, j]), acc)
+    c_desc.store([i, j], acc.to(c_desc.dtype))
+
+
 def compiled(kernel, args, meta, target="sm_90a", **options):
     bound = kernel.binder.bind(args, meta)
     signature, constexprs, attrs = kernel.binder.compile_args(bound)
@@ -56,7 +68,7 @@ def record(ck, name):
 
 def compile_matmul(bm=128, bn=128, bk=64, warps=4, stages=3, dtype=np.float16):
     a = np.zeros((512, 512), dtype)
-    args = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(a, [bk, bn]),
+    args = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(a, [bn, bk]),
             TensorDescriptor.from_tensor(a, [bm, bn]), 512, 512, 512)  # fmt: skip
     meta = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=132)
     return compiled(matmul_descriptor_persistent_kernel, args, meta, num_warps=warps, num_stages=stages)
@@ -139,11 +151,13 @@ def test_persistent_descriptor_matmul_is_pipelined_tma_into_wgmma():
     check(ck.asm["ttgir"], [
         "#mma = #ttg.nvidia_mma<{versionMajor = 3",
         "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 16}>",
+        "#shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = 1, elementBitWidth = 16}>",
         "scf.for",
         # 3 stages, refill first, the dot asynchronous: 4 slots, one barrier each
         "ttg.local_alloc : () -> !ttg.memdesc<4x128x64xf16, #shared, #smem, mutable>",
-        "ttg.local_alloc : () -> !ttg.memdesc<4x64x128xf16, #shared, #smem, mutable>",
-        "ttg.local_alloc : () -> !ttg.memdesc<4x1xi64, #shared1, #smem, mutable>",
+        # B's N x K tiles land K-major: Bᵀ's transposed NVMMA buffer, the same bytes
+        "ttg.local_alloc : () -> !ttg.memdesc<4x64x128xf16, #shared1, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<4x1xi64, #shared2, #smem, mutable>",
         "ttng.init_barrier", "ttng.init_barrier", "ttng.init_barrier", "ttng.init_barrier",
         "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
         "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
@@ -158,11 +172,11 @@ def test_persistent_descriptor_matmul_is_pipelined_tma_into_wgmma():
         "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global",
     ])  # fmt: skip
     loop = ck.asm["ttgir"].split("scf.for")[2].split("scf.yield")[0]
-    check_not(loop, ["ttg.async_copy_global_to_local", "ttg.local_load", "tt.load"])
+    check_not(loop, ["ttg.async_copy_global_to_local", "ttg.local_load", "tt.load", "tt.trans"])
     ptx = ck.asm["ptx"]
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
-    # A is one 128-byte panel per tile, B two: three TMA copies per refill
-    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 3 * 3
+    # A's and B's tiles are one 128-byte panel each: two TMA copies per issue (2 + 1 sites)
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 2 * 3
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
 
 
@@ -196,3 +210,17 @@ def test_a_tensor_tma_cannot_read_is_refused_at_launch_with_what_to_change():
         with pytest.raises(ArgumentError, match=re.escape(problem)) as e:
             maps.encode(args)
         assert 'target="sm_90"' in str(e.value)
+
+
+def test_an_mn_major_b_tile_takes_one_copy_per_swizzle_panel():
+    a = np.zeros((256, 256), np.float16)
+    args = (TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(a, [64, 128]),
+            TensorDescriptor.from_tensor(a, [128, 128]), 256)  # fmt: skip
+    ck = compiled(matmul_kn_kernel, args, {"BM": 128, "BN": 128, "BK": 64}, num_warps=4, num_stages=3)
+    check(ck.asm["ttgir"], ["ttg.local_alloc : () -> !ttg.memdesc<4x64x128xf16, #shared, #smem, mutable>",
+                            "ttng.wait_barrier", "ttng.warp_group_dot"])  # fmt: skip
+    b = next(TmaDescriptor.of(d) for d in ck.metadata["tma_descriptors"] if d["param"] == "b_desc")
+    assert b.box == (64, 64) and b.swizzle == 128  # one 128-byte panel of the 256-byte rows
+    # A one copy, B two, per issue: 2 prologue issues and the refill
+    assert ck.asm["ptx"].count("cp.async.bulk.tensor.2d.shared::cluster.global") == 3 * 3
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_tma import matmul_kn_kernel
 
 import kernellab as kl
 import kernellab.language as tl
@@ -114,17 +115,34 @@ def test_3d_descriptors_match_the_interpreter(torch, dtype):
 def test_persistent_descriptor_matmul_matches_float64(torch, dtype, config):
     bm, bn, bk, warps, stages = config
     M, N, K = 520, 392, 3 * bk + 40  # partial tiles along M, N and K
-    a, b = _random(torch, (M, K), dtype), _random(torch, (K, N), dtype)
+    a, b = _random(torch, (M, K), dtype), _random(torch, (N, K), dtype)  # C = A Bᵀ
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     ck = matmul_descriptor_persistent(a, b, c, sms, bm, bn, bk, num_warps=warps, num_stages=stages)
     torch.cuda.synchronize()
     assert "wgmma.mma_async" in ck.asm["ptx"] and "ttng.wait_barrier" in ck.asm["ttgir"]
-    a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy()
+    a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy().T
     ref = a64 @ b64
     bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
     got = c.double().cpu().numpy()
     bad = ~(np.abs(got - ref) <= bound)
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_mn_major_b_in_swizzle_panels_matches_float64(torch, dtype):
+    M, N, K, bm, bn, bk = 200, 328, 3 * 64 + 24, 128, 128, 64  # partial tiles on every edge
+    a, b = _random(torch, (M, K), dtype), _random(torch, (K, N), dtype)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    matmul_kn_kernel[(kl.cdiv(M, bm), kl.cdiv(N, bn))](
+        TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+        TensorDescriptor.from_tensor(c, [bm, bn]), K, BM=bm, BN=bn, BK=bk, num_warps=4, num_stages=3,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy()
+    ref = a64 @ b64
+    bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
+    bad = ~(np.abs(c.double().cpu().numpy() - ref) <= bound)
     assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"
 
 

@@ -45,6 +45,12 @@ def _leader(ctx, pred=None):
     return ctx.b.zext(first, I32)
 
 
+def _tile(buf) -> tuple[int, int]:
+    """(rows, columns) of the tile the TMA moves: columns along the buffer's contiguous dim
+    (a transposed NVMMA buffer holds the tile of its transposed shape)."""
+    return buf.shape[buf.order[1]], buf.shape[buf.order[0]]
+
+
 def _init(ctx, op: ttng.InitBarrierOp) -> None:
     if not isinstance(op.prev_op, ttng.InitBarrierOp):  # the first of a run (a ring's slots)
         ctx.smem_access(buffer_interval(ctx, op.alloc), write=True)
@@ -64,7 +70,7 @@ def _expect(ctx, op: ttng.BarrierExpectOp) -> None:
 def _copy_in(ctx, op: ttng.AsyncTMACopyGlobalToLocalOp) -> None:
     buf = ctx.get(op.result)
     ctx.barriers.before_async_write(buffer_interval(ctx, op.result))
-    rows, cols = buf.shape
+    rows, cols = _tile(buf)
     panel_cols = buf.block_cols or cols
     panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
     dst = _smem_address(ctx, op.result)
@@ -108,7 +114,7 @@ def _fence(ctx, op: ttng.FenceAsyncSharedOp) -> None:
 def _copy_out(ctx, op: ttng.AsyncTMACopyLocalToGlobalOp) -> None:
     ctx.smem_access(buffer_interval(ctx, op.src), write=False)  # after the threads' writes
     buf = ctx.get(op.src)
-    rows, cols = buf.shape
+    rows, cols = _tile(buf)
     panel_cols = buf.block_cols or cols
     panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
     src = _smem_address(ctx, op.src)
