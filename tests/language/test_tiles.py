@@ -7,6 +7,7 @@ from conftest import assert_close, assert_equal, f64, poison, random_array
 
 import kernellab as kl
 import kernellab.language as tl
+from kernellab.backends.interpreter import OutOfBoundsError
 
 
 @kl.jit
@@ -141,6 +142,17 @@ def test_tensor_descriptor_reads_zero_outside(launch, rng):
     launch(descriptor_sum_kernel, (2,), x, out, 20, 24, BM=16, BN=32)
     expected = [f64(x[:16]).sum(), f64(x[16:]).sum()]
     assert_close(out, expected, atol=1e-4 * np.abs(f64(x)).sum())
+
+
+def test_a_descriptor_larger_than_its_tensor_is_caught_at_its_line():
+    """The interpreter checks a descriptor's reads like any pointer's: a shape that claims more
+    rows than the array has is an out-of-bounds load, reported at the descriptor's load."""
+    x = np.ones((20, 24), np.float32)
+    out = poison((2,), np.float32)
+    with pytest.raises(OutOfBoundsError, match=r"test_tiles.py:\d+: out-of-bounds load") as e:
+        descriptor_sum_kernel[(2,)](x, out, 32, 24, BM=16, BN=32)
+    line = next(i for i, text in enumerate(open(__file__), 1) if "desc.load([tl.program_id(0) * BM, 0])" in text)
+    assert f"test_tiles.py:{line}:" in str(e.value)
 
 
 @kl.jit

@@ -64,6 +64,7 @@ def test_pipeline_order_and_records():
     assert [r.name for r in records] == [p.NAME for p in TTIR_PASSES]
     assert [r.name for r in records] == [
         "inline",
+        "lower_descriptors",
         "canonicalize",
         "cse",
         "licm",
