@@ -39,6 +39,8 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
 from kernellab.ir.ttg import MemDescType
@@ -92,6 +94,32 @@ def _i32(value: int) -> IntegerAttr:
     return IntegerAttr(value, i32)
 
 
+def _print_with_number(printer: Printer, alloc: SSAValue, number: IntegerAttr, flags: list) -> None:
+    """` %bar, 16384[, %pred] : !ttg.memdesc<...>`, as Triton prints its barrier ops."""
+    printer.print_string(" ")
+    printer.print_operand(alloc)
+    printer.print_string(f", {number.value.data}")
+    for flag in flags:
+        printer.print_string(", ")
+        printer.print_operand(flag)
+    printer.print_string(" : ")
+    printer.print_attribute(alloc.type)
+
+
+def _parse_with_number(parser: Parser, flags: int) -> tuple[SSAValue, int, list[SSAValue]]:
+    alloc = parser.parse_unresolved_operand()
+    parser.parse_punctuation(",")
+    number = parser.parse_integer()
+    unresolved = []
+    for _ in range(flags):
+        parser.parse_punctuation(",")
+        unresolved.append(parser.parse_unresolved_operand())
+    parser.parse_punctuation(":")
+    alloc_type = parser.parse_type()
+    return (parser.resolve_operand(alloc, alloc_type), number,
+            [parser.resolve_operand(u, i1) for u in unresolved])  # fmt: skip
+
+
 @irdl_op_definition
 class InitBarrierOp(IRDLOperation):
     """`ttng.init_barrier %bar, 1`: one thread makes the mbarrier expect `count` arrivals."""
@@ -100,11 +128,17 @@ class InitBarrierOp(IRDLOperation):
     alloc = operand_def(MemDescType)
     count = prop_def(IntegerAttr)
     traits = traits_def(MemoryWriteEffect())
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$alloc `,` $count attr-dict `:` type($alloc)"
 
     def __init__(self, alloc: SSAValue, count: int):
         super().__init__(operands=[alloc], properties={"count": _i32(count)})
+
+    def print(self, printer: Printer) -> None:
+        _print_with_number(printer, self.alloc, self.count, [])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InitBarrierOp:
+        alloc, number, _ = _parse_with_number(parser, 0)
+        return cls(alloc, number)
 
 
 @irdl_op_definition
@@ -130,11 +164,17 @@ class BarrierExpectOp(IRDLOperation):
     pred = operand_def(i1)
     size = prop_def(IntegerAttr)
     traits = traits_def(MemoryWriteEffect())
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$alloc `,` $size `,` $pred attr-dict `:` type($alloc)"
 
     def __init__(self, alloc: SSAValue, size: int, pred: SSAValue):
         super().__init__(operands=[alloc, pred], properties={"size": _i32(size)})
+
+    def print(self, printer: Printer) -> None:
+        _print_with_number(printer, self.alloc, self.size, [self.pred])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BarrierExpectOp:
+        alloc, number, (pred,) = _parse_with_number(parser, 1)
+        return cls(alloc, number, pred)
 
 
 @irdl_op_definition

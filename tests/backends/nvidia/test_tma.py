@@ -224,3 +224,37 @@ def test_an_mn_major_b_tile_takes_one_copy_per_swizzle_panel():
     # A one copy, B two, per issue: 2 prologue issues and the refill
     assert ck.asm["ptx"].count("cp.async.bulk.tensor.2d.shared::cluster.global") == 3 * 3
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+def test_the_launcher_encodes_each_tensor_map_once_and_packs_it_after_the_arguments(monkeypatch):
+    from kernellab.backends.nvidia import driver
+    from kernellab.backends.nvidia.backend import restore
+    from kernellab.backends.nvidia.launcher import CudaLauncher
+
+    ck = compiled(scale_tiles_kernel, descriptors((64, 64), [32, 64], padding="nan"), {"BM": 32, "BN": 64})
+    calls = []
+
+    def encode(*args):
+        calls.append(args)
+        return bytes([len(calls)]) * 128
+
+    monkeypatch.setattr(driver, "encode_tensor_map", encode)
+    launcher = CudaLauncher(restore(ck.asm, ck.metadata))
+    args = (0x10000, 64, 96, 96, 0x20000, 64, 96, 96)  # x and y: 64 x 96 fp16, rows 96 apart
+    maps = launcher._extra_values(args)
+    assert launcher._extra_values(args) == maps and len(calls) == 2  # cached per base, shape, strides
+    assert calls[0] == ("FLOAT16", 0x10000, (64, 96), (96, 1), 2, (32, 64), 128, True)
+    assert calls[1] == ("FLOAT16", 0x20000, (64, 96), (96, 1), 2, (32, 64), 128, False)
+    packed = launcher._struct.pack(*args, *maps)
+    assert packed[-256:] == bytes([1]) * 128 + bytes([2]) * 128
+    launcher._extra_values((0x30000, *args[1:]))  # another tensor: encoded anew
+    assert len(calls) == 3
+
+
+def test_the_tma_ttgir_parses_back_and_resumes_to_the_same_tensor_maps():
+    ck = compile_matmul()
+    ttgir = ck.asm["ttgir"]
+    assert "ttng.barrier_expect %" in ttgir and re.search(r"ttng.init_barrier %\w+, 1 : !ttg.memdesc", ttgir)
+    assert print_module(parse_module(ttgir)) == ttgir
+    resumed = kl.compile(ttgir, target="sm_90a")
+    assert resumed.metadata["tma_descriptors"] == ck.metadata["tma_descriptors"]
