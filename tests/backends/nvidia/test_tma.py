@@ -258,3 +258,31 @@ def test_the_tma_ttgir_parses_back_and_resumes_to_the_same_tensor_maps():
     assert print_module(parse_module(ttgir)) == ttgir
     resumed = kl.compile(ttgir, target="sm_90a")
     assert resumed.metadata["tma_descriptors"] == ck.metadata["tma_descriptors"]
+
+
+def _tma_element_offset(r: int, c: int, rows: int, swizzle: int, bits: int) -> int:
+    """Where a TMA box copy with `swizzle` (bytes) puts tile element (r, c): one box per
+    swizzle-wide panel of columns, boxes one after another, each rows x swizzle bytes, and the
+    16-byte chunk bits of each address XORed with its bits 7 and up (the hardware's rule)."""
+    nbytes, width = bits // 8, swizzle * 8 // bits
+    byte = (c // width) * rows * swizzle + r * swizzle + (c % width) * nbytes
+    chunk_bits = (swizzle // 16).bit_length() - 1
+    byte ^= ((byte >> 7) & ((1 << chunk_bits) - 1)) << 4
+    return byte // nbytes
+
+
+@pytest.mark.parametrize("swizzle", [32, 64, 128])
+@pytest.mark.parametrize("bits", [8, 16, 32])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_tma_boxes_write_the_nvmma_layout_wgmma_reads(swizzle, bits, transposed):
+    """The buffer the TMA fills is the one the layout core (and so wgmma's descriptors and
+    ttg.local_load) reads: every element lands at the offset nvmma_shared gives it."""
+    from kernellab.layouts import nvmma_shared
+
+    rows, cols = 16, 4 * swizzle * 8 // bits  # four panels
+    shape = [cols, rows] if transposed else [rows, cols]
+    layout = nvmma_shared(swizzle, bits, transposed, shape)
+    for r in range(rows):
+        for c in range(cols):
+            got = layout.apply(offset=_tma_element_offset(r, c, rows, swizzle, bits))
+            assert got == ((c, r) if transposed else (r, c)), (r, c)
