@@ -9,8 +9,8 @@ constant) the instructions take. TMA coordinates run innermost dim first.
 
 Barriers: the init is a shared-memory write the other threads must see before they wait (a
 `bar.sync` after it, or after the last of a ring's inits); a copy overwrites its buffer behind the threads' backs, so it waits for
-their pending accesses to those bytes first (as cp.async does); the inval waits for every
-thread to have left the wait. A store to global memory reads its buffer after the threads'
+their pending accesses to those bytes first (as cp.async does; pending writes are fenced into
+the async proxy first); the inval waits for every thread to have left the wait. A store to global memory reads its buffer after the threads'
 writes (`fence.proxy.async` then, through the tracker, a `bar.sync`), and thread 0 waits for
 the read (`cp.async.bulk.wait_group.read 0`) before anything may reuse the bytes.
 """
@@ -69,7 +69,10 @@ def _expect(ctx, op: ttng.BarrierExpectOp) -> None:
 
 def _copy_in(ctx, op: ttng.AsyncTMACopyGlobalToLocalOp) -> None:
     buf = ctx.get(op.result)
-    ctx.barriers.before_async_write(buffer_interval(ctx, op.result))
+    iv = buffer_interval(ctx, op.result)
+    if any(write and p.overlaps(iv) for p, write in ctx.barriers.pending):
+        ctx.asm(VOID, FENCE_ASYNC_PROXY, "", [])  # the threads' writes, ordered before the copy's
+    ctx.barriers.before_async_write(iv)
     rows, cols = _tile(buf)
     panel_cols = buf.block_cols or cols
     panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
