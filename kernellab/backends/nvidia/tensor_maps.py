@@ -1,6 +1,7 @@
-"""Host tensor descriptors as TMA tensor maps: the 128-byte CUtensorMap each by-value kernel
+"""Tensor descriptors as TMA tensor maps: the 128-byte CUtensorMap each by-value kernel
 parameter of a TMA kernel receives, encoded by the driver (`cuTensorMapEncodeTiled`) from the
-launch's arguments and the box, swizzle and fill the compiler chose (`TmaDescriptor`).
+launch's arguments (a host TensorDescriptor's, or the parameters a device-side descriptor is
+made of) and the box, swizzle and fill the compiler chose (`TmaDescriptor`).
 
 TMA reads a tensor only if its base is 16-byte aligned, its last stride is 1 and its other
 strides are multiples of 16 bytes; a launch whose descriptor breaks one of these is refused
@@ -57,7 +58,7 @@ class TensorMaps:
             problem = f"its elements ({pointee}) have no TMA data type"
         if problem:
             raise ArgumentError(
-                f"{self.kernel}: the TensorDescriptor {d.param!r} can't be read with TMA: "
+                f"{self.kernel}: the tensor descriptor {d.param!r} can't be read with TMA: "
                 f"{problem}. Pass a tensor that satisfies it (a contiguous tensor whose rows are a "
                 "multiple of 16 bytes, from an aligned allocation), or compile for "
                 'target="sm_90", whose plain loads read any strided tensor'

@@ -1,16 +1,19 @@
 """tma: tensor-descriptor accesses as TMA copies on Hopper (sm_90a).
 
 Which accesses (`why_not`, asked by the TTIR stage, which lowers the others to masked pointer
-accesses and names the reason in its record): a host `TensorDescriptor` argument (the launcher
-encodes its tensor map from the argument; device-side descriptors, `tl.make_tensor_descriptor`
-in the kernel, stay plain: their tensor map would have to be built in global scratch), a 2-D
-tile of 8-, 16-, 32- or 64-bit elements whose rows span at least 32 bytes (the tile lands in
-the `#ttg.nvmma_shared` layout, whose 32/64/128-byte swizzle is the TMA's own), at most 256 rows,
-and a multiple of 8 rows when the row is cut into several swizzle-wide panels (each panel starts
-where the swizzle pattern does). The rest TMA needs (a 16-byte aligned base, strides multiples
-of 16 bytes, the last stride 1) is known only at launch, where the launcher checks it.
+accesses and names the reason in its record): a 2-D tile of 8-, 16-, 32- or 64-bit elements
+whose rows span at least 32 bytes (the tile lands in the `#ttg.nvmma_shared` layout, whose
+32/64/128-byte swizzle is the TMA's own), at most 256 rows, and a multiple of 8 rows when the
+row is cut into several swizzle-wide panels (each panel starts where the swizzle pattern does),
+of a descriptor whose base, shape and strides are kernel parameters or constants, so that the
+launcher can encode its tensor map from the arguments. For a host `TensorDescriptor` the rest
+TMA needs (a 16-byte aligned base, strides multiples of 16 bytes, the last stride 1) is checked
+at launch; a device-side one (`tl.make_tensor_descriptor` over parameters) qualifies only where
+the specialization already promises it (`tt.divisibility` of the base and strides), and keeps
+the plain lowering otherwise. Descriptors built from values the kernel computes would need their
+tensor map built in the kernel (global scratch, `fence.proxy.tensormap`): not yet.
 
-The rewrite, per access, non-pipelined: the kernel gains one by-value parameter per host
+The rewrite, per access, non-pipelined: the kernel gains one by-value parameter per
 descriptor (`!tt.ptr<i8> {tt.nv_tma_desc = 1}`, the CUtensorMap; its arg attribute `tt.tma`
 records what the launcher encodes: the parameters holding base, shape and strides (or their
 specialized constants), the box, the swizzle and the fill). A load becomes
@@ -63,8 +66,6 @@ _I64 = IntegerType(64)
 
 def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
     """Why `op` cannot be a TMA copy here ("" when it can)."""
-    if op.host is None:
-        return "a device-side descriptor (tl.make_tensor_descriptor) has no tensor map here"
     t = _tile_type(op)
     shape = t.get_shape()
     if len(shape) != 2:
@@ -81,8 +82,42 @@ def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
     if row_bytes > swizzle_of(op) and rows % 8:
         return f"{rows} rows: panels of a swizzled tile start on 8-row boundaries"
     if not all(_source(v) is not None for v in (op.base, *op.shape, *op.strides)):
-        return "the descriptor's fields are not its kernel parameters"
+        what = "host descriptor's" if op.host is not None else "device-side descriptor's"
+        return (f"the {what} base, shape and strides are not kernel parameters or constants: its "
+                "tensor map can't be encoded at launch (tensor maps built in the kernel: not yet)")  # fmt: skip
+    return "" if op.host is not None else _device_side_alignment(op, bits // 8)
+
+
+def _device_side_alignment(op, nbytes: int) -> str:
+    """A device-side descriptor's tensor map is encoded at launch from the parameters its fields
+    come from, so TMA's rules must be known at compile time, from the specialization
+    (`tt.divisibility`) and the constants: a 16-byte aligned base, strides multiples of 16
+    bytes, the last one 1. (A host descriptor's are checked at launch.)"""
+    func = _function(op)
+
+    def divisibility(value) -> int:
+        kind, n = _source(value)
+        if kind == "value":
+            return n
+        attrs = func.arg_attrs.data[n].data if func.arg_attrs else {}
+        found = attrs.get("tt.divisibility")
+        return found.value.data if found is not None else 1
+
+    if divisibility(op.base) % 16:
+        return "a device-side descriptor's base is not known to be 16-byte aligned"
+    if _source(op.strides[-1]) != ("value", 1):
+        return "a device-side descriptor's last stride is not the constant 1"
+    for d, stride in enumerate(op.strides[:-1]):
+        if divisibility(stride) * nbytes % 16:
+            return f"a device-side descriptor's stride {d} is not known to be a multiple of 16 bytes"
     return ""
+
+
+def _function(op) -> tt.FuncOp:
+    func = op.parent_op()
+    while not isinstance(func, tt.FuncOp):
+        func = func.parent_op()
+    return func
 
 
 def swizzle_of(op) -> int:
@@ -142,25 +177,31 @@ def _field(value: SSAValue) -> Attribute:
 
 
 def tensor_map(op) -> SSAValue:
-    """The kernel's by-value tensor-map parameter for `op`'s host descriptor (added after the
-    others the first time a descriptor asks)."""
-    func = op.parent_op()
-    while not isinstance(func, tt.FuncOp):
-        func = func.parent_op()
+    """The kernel's by-value tensor-map parameter for `op`'s descriptor (added after the
+    others the first time a descriptor asks): one per host descriptor, one per distinct
+    device-side descriptor (its fields, tile and fill)."""
+    func = _function(op)
+    facts = _facts(op)
     for i, attrs in enumerate(func.arg_attrs.data if func.arg_attrs else ()):
-        facts = attrs.data.get(FACTS_ATTR)
-        if facts is not None and facts.data["param"] == op.host:
+        if attrs.data.get(FACTS_ATTR) == facts:
             return func.args[i]
-    return _add_parameter(func, op)
+    return _add_parameter(func, facts)
 
 
-def _add_parameter(func: tt.FuncOp, op) -> SSAValue:
+def _label(op) -> str:
+    """How errors name a descriptor: its parameter, or where the kernel made it."""
+    if op.host is not None:
+        return op.host.data
+    return f"device-side descriptor over argument {_source(op.base)[1]}"
+
+
+def _facts(op) -> DictionaryAttr:
     t = _tile_type(op)
     rows, cols = t.get_shape()
     swizzle = swizzle_of(op)
     box_cols = min(cols, swizzle * 8 // t.element_type.bitwidth)
-    facts = DictionaryAttr({
-        "param": op.host,
+    return DictionaryAttr({
+        "param": StringAttr(_label(op)),
         "base": _field(op.base),
         "shape": ArrayAttr([_field(v) for v in op.shape]),
         "strides": ArrayAttr([_field(v) for v in op.strides]),
@@ -168,6 +209,9 @@ def _add_parameter(func: tt.FuncOp, op) -> SSAValue:
         "swizzle": IntegerAttr(swizzle, i32),
         "fill": StringAttr(op.padding.data),
     })  # fmt: skip
+
+
+def _add_parameter(func: tt.FuncOp, facts: DictionaryAttr) -> SSAValue:
     block = func.body.block
     arg = block.insert_arg(tt.PointerType(IntegerType(8)), len(block.args))
     inputs = [*func.function_type.inputs.data, arg.type]

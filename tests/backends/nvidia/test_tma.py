@@ -109,11 +109,37 @@ def test_accesses_tma_cannot_take_stay_plain_and_say_why(args, meta, reason):
     assert "cp.async.bulk" not in ck.asm["ptx"] and len(ck.asm["cubin"]) > 0
 
 
-def test_device_side_descriptors_stay_plain_on_sm_90a():
+@pytest.mark.parametrize(("n", "reason"), [
+    (64, ""),  # rows 128 bytes apart, the pointers aligned: all promised by the specialization
+    (70, "a device-side descriptor's stride 0 is not known to be a multiple of 16 bytes"),
+])  # fmt: skip
+def test_device_side_descriptors_over_parameters_use_tma_where_the_specialization_allows(n, reason):
+    a = np.zeros((64, n), np.float16)
+    ck = compiled(device_descriptor_kernel, (a, a, 64, n), {"BM": 32, "BN": 64})
+    summary = record(ck, "lower_descriptors").summary
+    if reason:
+        assert reason in summary and "ttng." not in ck.asm["ttgir"]
+        assert ck.metadata.get("tma_descriptors") is None
+        return
+    assert summary == "2× kept" and "cp.async.bulk.tensor.2d" in ck.asm["ptx"]
+    x, y = (TmaDescriptor.of(d) for d in ck.metadata["tma_descriptors"])
+    assert x.param == "device-side descriptor over argument 0" and x.base == ("arg", 0)
+    assert x.shape == (("arg", 2), ("arg", 3)) and x.strides == (("arg", 3), ("value", 1))
+    assert y.base == ("arg", 1)
+
+
+@kl.jit
+def computed_descriptor_kernel(x_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM  # each program's own window: a base the kernel computes
+    desc = tl.make_tensor_descriptor(x_ptr + rows * N, [M - rows, N], [N, 1], [BM, BN])
+    desc.store([0, 0], desc.load([0, 0]) + 1)
+
+
+def test_a_descriptor_the_kernel_computes_stays_plain_and_says_why():
     a = np.zeros((64, 64), np.float16)
-    ck = compiled(device_descriptor_kernel, (a, a, 64, 64), {"BM": 32, "BN": 64})
-    assert "device-side descriptor" in record(ck, "lower_descriptors").summary
-    assert "ttng." not in ck.asm["ttgir"] and ck.metadata.get("tma_descriptors") is None
+    ck = compiled(computed_descriptor_kernel, (a, 64, 64), {"BM": 32, "BN": 64})
+    assert "are not kernel parameters or constants" in record(ck, "lower_descriptors").summary
+    assert "ttng." not in ck.asm["ttgir"] and len(ck.asm["cubin"]) > 0
 
 
 def test_a_tile_not_feeding_a_dot_is_copied_then_read_from_shared_memory():

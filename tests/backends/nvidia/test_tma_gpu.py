@@ -1,7 +1,8 @@
 """Tensor descriptors through TMA on a Hopper GPU (`-m gpu`, compute capability 9.0: kernels
 compile for sm_90a there), against the interpreter: tiles straddling every edge of the tensor
-(reads outside give zero or NaN, stores are clipped), fp16/bf16/fp32, 2-D (TMA) and 3-D (the
-plain lowering), the persistent descriptor matmul against float64, and the launch-time check."""
+(reads outside give zero or NaN, stores are clipped), fp16/bf16/fp32, host and device-side
+descriptors, 2-D (TMA) and 3-D (the plain lowering), the persistent descriptor matmul and an
+MN-major B against float64, and the launch-time check."""
 
 from __future__ import annotations
 
@@ -42,6 +43,17 @@ def edge_tiles_kernel(x_desc, y_desc, tiles_ptr, BM: tl.constexpr, BN: tl.conste
     offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
     tl.store(tiles_ptr + flat + offs, tile)
     y_desc.store([i, j], tile * 2 + 1)
+
+
+@kl.jit
+def device_edge_tiles_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr,
+                             PADDING: tl.constexpr):  # fmt: skip
+    """edge_tiles_kernel's y with descriptors made in the kernel over its parameters."""
+    x_desc = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN], padding_option=PADDING)
+    y_desc = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BM, BN])
+    i = (tl.program_id(0) - 1) * BM + 3
+    j = (tl.program_id(1) - 1) * BN + 5
+    y_desc.store([i, j], x_desc.load([i, j]) * 2 + 1)
 
 
 @kl.jit
@@ -92,6 +104,22 @@ def test_tma_tiles_at_every_edge_match_the_interpreter(torch, dtype, padding, m,
     _same(th, t_ref)
     _same(yh, y_ref)
     assert not np.isnan(np.asarray(yh, np.float64)).any()  # every element written exactly once
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("padding", ["zero", "nan"])
+def test_device_side_descriptors_over_parameters_match_the_interpreter(torch, dtype, padding):
+    m, n, bm, bn = 100, 160, 32, 64  # N divisible by 16: the specialization promises TMA's rules
+    x = _random(torch, (m, n), dtype)
+    y = torch.full_like(x, float("nan"))
+    grid = (kl.cdiv(m, bm) + 1, kl.cdiv(n, bn) + 1)
+    ck = device_edge_tiles_kernel[grid](x, y, m, n, BM=bm, BN=bn, PADDING=padding)
+    torch.cuda.synchronize()
+    assert "cp.async.bulk.tensor.2d" in ck.asm["ptx"]
+    xh = _numpy(x, dtype)
+    y_ref = np.full_like(xh, np.nan)
+    device_edge_tiles_kernel[grid](xh, y_ref, m, n, BM=bm, BN=bn, PADDING=padding)
+    _same(_numpy(y, dtype), y_ref)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
