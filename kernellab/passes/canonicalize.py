@@ -260,6 +260,24 @@ def _empty_for(op: scf.ForOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, [], list(op.iter_args))
 
 
+def _forward_unchanged(op: scf.ForOp, rewriter: PatternRewriter) -> bool:
+    """A value the loop carries but never changes (a block pointer's base, shape and strides,
+    carried with its advancing offsets) is its initial value everywhere: inside the body and
+    after the loop (the carried slot itself stays, unused)."""
+    body = op.body.block
+    yielded = body.last_op
+    fired = False
+    for i, init in enumerate(op.iter_args):
+        arg = body.args[i + 1]
+        if yielded.operands[i] is not arg:
+            continue
+        if any(use.operation is not yielded for use in arg.uses) or op.results[i].uses:
+            arg.replace_uses_with_if(init, lambda use: use.operation is not yielded)
+            op.results[i].replace_all_uses_with(init)
+            fired = True
+    return fired
+
+
 _SIMPLIFICATIONS = [
     ("add-zero", _addi, ["arith.addi"]),
     ("sub-self-or-zero", _subi, ["arith.subi"]),
@@ -291,6 +309,7 @@ _SIMPLIFICATIONS = [
 PATTERNS = [
     pattern("inline-constant-if", _constant_if, ["scf.if"]),
     pattern("erase-empty-for", _empty_for, ["scf.for"]),
+    pattern("forward-unchanged-iter-arg", _forward_unchanged, ["scf.for"]),
     pattern("fold-constant", _fold_constants),
     *(pattern(name, _simplifying(rule), ops) for name, rule, ops in _SIMPLIFICATIONS),
 ]

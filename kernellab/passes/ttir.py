@@ -1,17 +1,19 @@
 """The TTIR pipeline: the passes that clean up the frontend's IR, in order.
 
-0. lower_descriptors  tensor descriptor accesses as masked pointer loads and stores, except
-                those the target copies whole (`keep`, Hopper's TMA); first, so the passes below
-                clean up the index math.
-1. inline       so every later pass sees helper functions' code in context (constant
+1. inline       first, so every later pass sees helper functions' code in context (constant
                 arguments fold, duplicates across call sites merge).
 2. canonicalize folds constants and identities the frontend leaves (`pid * 1`, splats of
-                constants, branches on constexpr-derived constants).
-3. cse          merges what the frontend and inlining duplicated (each `offs < n` splats `n`
+                constants, branches on constexpr-derived constants) and forwards the values a
+                loop carries unchanged (a block pointer's base and strides).
+3. lower_descriptors  tensor descriptor accesses as masked pointer loads and stores, except
+                those the target copies whole (`keep`, Hopper's TMA, which needs their fields
+                traced to kernel parameters: after the forwarding); before the passes below,
+                which clean up the index math.
+4. cse          merges what the frontend and inlining duplicated (each `offs < n` splats `n`
                 again), including constants that folding just created.
-4. licm         hoists invariant pure ops out of loops; after CSE so each value moves once.
-5. canonicalize again: CSE exposes folds canonicalize could not see (`x - y` once y is x).
-6. dce          last, to erase everything the passes above left without users.
+5. licm         hoists invariant pure ops out of loops; after CSE so each value moves once.
+6. canonicalize again: CSE exposes folds canonicalize could not see (`x - y` once y is x).
+7. dce          last, to erase everything the passes above left without users.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from kernellab.passes import canonicalize, cse, dce, inline, licm, lower_descriptors
 from kernellab.passes.manager import PassManager, PassRecord
 
-TTIR_PASSES = [inline, lower_descriptors, canonicalize, cse, licm, canonicalize, dce]
+TTIR_PASSES = [inline, canonicalize, lower_descriptors, cse, licm, canonicalize, dce]
 
 
 @dataclass(frozen=True)

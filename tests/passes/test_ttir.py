@@ -64,8 +64,8 @@ def test_pipeline_order_and_records():
     assert [r.name for r in records] == [p.NAME for p in TTIR_PASSES]
     assert [r.name for r in records] == [
         "inline",
-        "lower_descriptors",
         "canonicalize",
+        "lower_descriptors",
         "cse",
         "licm",
         "canonicalize",
@@ -73,7 +73,7 @@ def test_pipeline_order_and_records():
     ]
     assert records[-1].ir_after == print_module(module)
     assert all(r.seconds >= 0 for r in records)
-    assert records[0].changed and records[2].changed and records[-1].changed
+    assert records[0].changed and records[1].changed and records[-1].changed
 
 
 def test_pipeline_output():

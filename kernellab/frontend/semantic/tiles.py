@@ -5,10 +5,11 @@ IR type: a `BlockPointer` or `TensorDescriptor` is a compile-time record of scal
 (base, shape, strides, offsets) that the frontend carries through loops and calls like a tuple.
 A load or store through a block pointer is spelled out here as ordinary pointer arithmetic with
 a mask per checked dim (axis analysis sees `offset + arange(block) * stride`, so the GPU gets
-coalesced, vectorized, masked accesses). A load or store through a tensor descriptor becomes
-one `tt.descriptor_load` / `tt.descriptor_store` op carrying the record's scalars, so that
-Hopper can copy the tile with TMA; `passes/lower_descriptors.py` spells it out the same way
-wherever it is not (the interpreter, other targets), with the same mask on every dim.
+coalesced, vectorized, masked accesses). A load or store through a tensor descriptor (or a
+block pointer checked on every dim, without cache hints: the same meaning) becomes one
+`tt.descriptor_load` / `tt.descriptor_store` op carrying the record's scalars, so that Hopper
+can copy the tile with TMA; `passes/lower_descriptors.py` spells it out the same way wherever it
+is not (the interpreter, other targets), with the same mask on every dim.
 
 Semantics, as in Triton: `tl.load(block_ptr, boundary_check=(0, 1), padding_option="zero")`
 masks the dims listed in `boundary_check` (elements outside [0, shape) read `padding_option`:
@@ -203,9 +204,19 @@ class TileMixin(SemanticBase):
             raise SemanticError(f"padding_option=\"nan\" needs float data, not {elem}")
         return _PADDING[option]
 
+    @staticmethod
+    def _as_descriptor(bp: BlockPointer, checked: tuple, access: dict) -> bool:
+        """A block access checked on every dim, without hints, means what a tensor descriptor
+        access means: it becomes one (so Hopper can copy it with TMA)."""
+        plain = not any(access.values()) and not bp.base.dtype.element_ty.is_bool()
+        return plain and sorted(set(checked)) == list(range(len(bp.block_shape)))
+
     def _block_pointer_load(self, bp: BlockPointer, boundary_check, padding_option, **access):
         checked = self._checked_dims(boundary_check, len(bp.block_shape), "tl.load")
         pad = self._padding(padding_option, bp.base.dtype.element_ty)
+        if self._as_descriptor(bp, checked, access):
+            desc = TensorDescriptor(bp.base, bp.shape, bp.strides, bp.block_shape, pad)
+            return self.load_tensor_descriptor(desc, bp.offsets)
         pointers, mask = self._tile_addresses(
             bp.base, bp.shape, bp.strides, bp.offsets, bp.block_shape, checked
         )
@@ -215,6 +226,13 @@ class TileMixin(SemanticBase):
 
     def _block_pointer_store(self, bp: BlockPointer, value, boundary_check, **access) -> None:
         checked = self._checked_dims(boundary_check, len(bp.block_shape), "tl.store")
+        whole = is_number(unwrap(value)) or (
+            isinstance(unwrap(value), tl.tensor) and unwrap(value).shape == bp.block_shape
+        )
+        if whole and self._as_descriptor(bp, checked, access):
+            desc = TensorDescriptor(bp.base, bp.shape, bp.strides, bp.block_shape)
+            self.store_tensor_descriptor(desc, bp.offsets, value)
+            return
         pointers, mask = self._tile_addresses(
             bp.base, bp.shape, bp.strides, bp.offsets, bp.block_shape, checked
         )
