@@ -1,14 +1,15 @@
 """Tensor descriptors through TMA on a Hopper GPU (`-m gpu`, compute capability 9.0: kernels
 compile for sm_90a there), against the interpreter: tiles straddling every edge of the tensor
 (reads outside give zero or NaN, stores are clipped), fp16/bf16/fp32, host and device-side
-descriptors, 2-D (TMA) and 3-D (the plain lowering), the persistent descriptor matmul and an
-MN-major B against float64, and the launch-time check."""
+descriptors, 2-D (TMA) and 3-D (the plain lowering), the persistent descriptor matmul, an
+MN-major B and a block-pointer matmul against float64, and the launch-time check."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from test_tma import matmul_kn_kernel
+from tests.language.test_tiles import block_pointer_matmul_kernel
 
 import kernellab as kl
 import kernellab.language as tl
@@ -171,6 +172,25 @@ def test_mn_major_b_in_swizzle_panels_matches_float64(torch, dtype):
     a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy()
     ref = a64 @ b64
     bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
+    bad = ~(np.abs(c.double().cpu().numpy() - ref) <= bound)
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_block_pointer_matmul_on_tma_matches_float64(torch, dtype):
+    """Triton's block-pointer matmul, every dim checked: its tiles are descriptor accesses, and
+    with strides the specialization promises aligned (multiples of 16) TMA copies them."""
+    M, N, K = 200, 192, 160
+    a, b = _random(torch, (M, K), dtype), _random(torch, (K, N), dtype)
+    c = torch.full((M, N), float("nan"), device="cuda")
+    ck = block_pointer_matmul_kernel[(kl.cdiv(M, 64), kl.cdiv(N, 64))](
+        a, b, c, M, N, K, K, 1, N, 1, N, 1, BM=64, BN=64, BK=32, num_warps=4, num_stages=3,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    assert "cp.async.bulk.tensor.2d" in ck.asm["ptx"] and "ttng.wait_barrier" in ck.asm["ttgir"]
+    a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy()
+    ref = a64 @ b64
+    bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 1e-6
     bad = ~(np.abs(c.double().cpu().numpy() - ref) <= bound)
     assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"
 
