@@ -129,6 +129,21 @@ def _base_jit(fn) -> JITFunction:
     return fn
 
 
+def _call_prune(prune, configs: list[Config], named: dict, kwargs: dict):
+    """`early_config_prune(configs, named_args, **kwargs)` as Triton 3.3 and newer call it (the
+    launch's keyword arguments as keywords: tutorials 06 and 09 read `kwargs["N_CTX"]`), or
+    `(configs, named_args)` for a function written for older Triton, which takes no more."""
+    try:
+        signature = inspect.signature(prune)
+    except (TypeError, ValueError):  # no signature to read: call it as current Triton does
+        return prune(configs, named, **kwargs)
+    try:
+        signature.bind(configs, named, **kwargs)
+    except TypeError:
+        return prune(configs, named)
+    return prune(configs, named, **kwargs)
+
+
 def _named_args(fn: JITFunction, args: tuple, kwargs: dict) -> dict:
     """Parameter name → value for the arguments given (defaults filled in)."""
     binder = fn.binder
@@ -200,10 +215,15 @@ class Autotuner(KernelInterface):
                 key.append(str(array.dtype))
         return tuple(key)
 
-    def _prune(self, named: dict) -> list[Config]:
+    def _prune(self, named: dict, kwargs: dict) -> list[Config]:
         configs = self.configs
         if self.early_config_prune:
-            configs = list(self.early_config_prune(configs, named))
+            configs = list(_call_prune(self.early_config_prune, configs, named, kwargs))
+            if not configs:
+                raise ValueError(
+                    f"autotune: early_config_prune left no config of {self.base.__name__} for "
+                    "this launch; keep at least one"
+                )
         if self.perf_model and self.top_k:
             top_k = self.top_k if self.top_k >= 1 else int(len(configs) * self.top_k)
             est = {c: self.perf_model(**named, **c.all_kwargs()) for c in configs}
@@ -243,7 +263,7 @@ class Autotuner(KernelInterface):
             key = self._tuning_key(named)
             if key not in self.cache:
                 start = time.perf_counter()
-                pruned = self._prune(named)
+                pruned = self._prune(named, kwargs)
                 if warmup:
                     return [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs()) for c in pruned]
                 self.cache[key] = self._tune(pruned, args, kwargs, grid, named)

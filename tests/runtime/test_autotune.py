@@ -109,6 +109,29 @@ def test_pruning_limits_the_configs_timed():
     np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
 
 
+def test_pruning_gets_the_launch_keywords_as_triton_passes_them():
+    """Triton 3.3+ calls `early_config_prune(configs, named_args, **kwargs)` with the launch's
+    keyword arguments (tutorial 06 reads `kwargs["N_CTX"]`); two-argument functions written for
+    older Triton still get `(configs, named_args)`."""
+    configs = CONFIGS + [kl.Config({"BLOCK": 128})]
+    seen = []
+
+    def prune(configs, named_args, **kwargs):
+        seen.append((sorted(named_args), kwargs))
+        return [c for c in configs if c.kwargs["BLOCK"] <= kwargs["n"]]
+
+    kernel = kl.autotune(configs, key=["n"], restore_value=["out_ptr"],
+                         prune_configs_by={"early_config_prune": prune})(accumulate_kernel())  # fmt: skip
+    x, out = inputs(100)
+    before = out.copy()
+    kernel[grid](x, out, n=100)
+    assert seen == [(["n", "out_ptr", "x_ptr"], {"n": 100})]
+    assert set(kernel.configs_timings) == set(CONFIGS)  # 128 > n was pruned
+    np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
+    with pytest.raises(ValueError, match="early_config_prune left no config"):
+        kernel[grid](x, out, n=16)
+
+
 def test_tuned_meta_parameters_cannot_also_be_passed():
     kernel = kl.autotune(CONFIGS, key=["n"])(accumulate_kernel())
     x, out = inputs(64)
