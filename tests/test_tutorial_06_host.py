@@ -638,6 +638,25 @@ def test_op(Z, H, N_CTX, HEAD_DIM, causal, warp_specialize, mode, dtype=torch.fl
         torch.testing.assert_close(got.double(), want, atol=1e-2, rtol=2**-7)
 
 
+@pytest.mark.parametrize("device", [pytest.param(DEVICE, id=DEVICE.type, marks=GPU)])
+def test_blackwell_warp_specialized_form(device):
+    """The branch the tutorial takes on Blackwell with warp specialization (BLOCK_M = HEAD_DIM =
+    128, not Hopper): the accumulator reshaped, permuted and split in two halves, rescaled, and
+    joined back. Launched here with IS_HOPPER=False so it runs on any target."""
+    torch.manual_seed(int(np.random.default_rng().integers(2**31)))
+    Z, H, N_CTX, HEAD_DIM = 1, 2, 256, 128
+    q, k, v = (torch.empty((Z, H, N_CTX, HEAD_DIM), dtype=torch.float16, device=device).normal_(0, 0.5)
+               for _ in range(3))  # fmt: skip
+    o = torch.full_like(q, float("nan"))
+    M = torch.empty((Z, H, N_CTX), device=device)
+    triton.set_allocator(lambda size, align, _: torch.empty(size, dtype=torch.int8, device=device))
+    grid = lambda META: (triton.cdiv(N_CTX, META["BLOCK_M"]), Z * H, 1)  # noqa: E731
+    _attn_fwd[grid](0.5, M, Z, H, q, k, v, o, N_CTX=N_CTX, HEAD_DIM=HEAD_DIM, FP8_OUTPUT=False, STAGE=1,
+                    warp_specialize=True, IS_HOPPER=False)  # fmt: skip
+    out64 = _float64_reference(q, k, v, False, 0.5, torch.zeros_like(q))[0]
+    torch.testing.assert_close(o.double(), out64, atol=2e-3, rtol=2**-9)
+
+
 # -- the tutorial's benchmark: TFLOP/s of the forward and backward passes -------------------
 
 TORCH_HAS_FP8 = hasattr(torch, "float8_e5m2")
