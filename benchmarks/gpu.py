@@ -12,7 +12,10 @@ Measures (see benchmarks/README.md for what each figure means):
              tl.range(..., num_stages=)), fp32 4096 x {1024, 4096, 12160}, GB/s
   matmul     the tutorial matmul (same kernel text for kernellab and Triton), each autotuned over
              the tutorial's CUDA configs, next to cuBLAS (torch.matmul): fp16 and bf16 at 1024,
-             2048, 4096, 8192 and a skinny 16 x 8192 x 8192, tf32 at 4096; TFLOP/s (2MNK)
+             2048, 4096, 8192 and a skinny 16 x 8192 x 8192, tf32 at 4096; TFLOP/s (2MNK);
+             beside it tutorial 09's persistent matmul (a grid of one program per SM looping
+             over tiles with tl.range(..., flatten=True)), the same kernel text for both
+             compilers, autotuned over the same configs
   matmul compile  kl.compile of the largest tutorial config (128x256x64, 8 warps, 3 stages)
   compile    first compile of vector add in a fresh process (clean cache dir), cached compile
              in a second process, and the first launch of each, Triton's too
@@ -54,6 +57,7 @@ from kernellab.examples import (
     layer_norm_kernel,
     attention_fwd_kernel,
     matmul_kernel,
+    matmul_persistent_kernel,
     softmax_config,
     softmax_kernel,
     softmax_persistent_kernel,
@@ -230,6 +234,57 @@ if triton is not None:
         c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
         c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
         ttl.store(c_ptrs, c, mask=c_mask)
+
+    @triton.jit
+    def triton_tile_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_SIZE_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+        pid_m = first_pid_m + (tile_id % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        return pid_m, pid_n
+
+    @triton.jit
+    def triton_matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
+                                        stride_bk, stride_bn, stride_cm, stride_cn,
+                                        BLOCK_SIZE_M: ttl.constexpr, BLOCK_SIZE_N: ttl.constexpr,
+                                        BLOCK_SIZE_K: ttl.constexpr, GROUP_SIZE_M: ttl.constexpr,
+                                        NUM_SMS: ttl.constexpr):  # fmt: skip
+        start_pid = ttl.program_id(axis=0)
+        num_pid_m = ttl.cdiv(M, BLOCK_SIZE_M)
+        num_pid_n = ttl.cdiv(N, BLOCK_SIZE_N)
+        k_tiles = ttl.cdiv(K, BLOCK_SIZE_K)
+        num_tiles = num_pid_m * num_pid_n
+        tile_id_c = start_pid - NUM_SMS
+        offs_k_for_mask = ttl.arange(0, BLOCK_SIZE_K)
+        num_pid_in_group = GROUP_SIZE_M * num_pid_n
+        for tile_id in ttl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+            pid_m, pid_n = triton_tile_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
+            offs_am = pid_m * BLOCK_SIZE_M + ttl.arange(0, BLOCK_SIZE_M)
+            offs_bn = pid_n * BLOCK_SIZE_N + ttl.arange(0, BLOCK_SIZE_N)
+            offs_am = ttl.where(offs_am < M, offs_am, 0)
+            offs_bn = ttl.where(offs_bn < N, offs_bn, 0)
+            offs_am = ttl.max_contiguous(ttl.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)
+            offs_bn = ttl.max_contiguous(ttl.multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N)
+            accumulator = ttl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ttl.float32)
+            for ki in range(k_tiles):
+                offs_k = ki * BLOCK_SIZE_K + ttl.arange(0, BLOCK_SIZE_K)
+                a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+                b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+                a = ttl.load(a_ptrs, mask=offs_k_for_mask[None, :] < K - ki * BLOCK_SIZE_K, other=0.0)
+                b = ttl.load(b_ptrs, mask=offs_k_for_mask[:, None] < K - ki * BLOCK_SIZE_K, other=0.0)
+                accumulator = ttl.dot(a, b, accumulator)
+            tile_id_c += NUM_SMS
+            pid_m, pid_n = triton_tile_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
+            offs_cm = pid_m * BLOCK_SIZE_M + ttl.arange(0, BLOCK_SIZE_M)
+            offs_cn = pid_n * BLOCK_SIZE_N + ttl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+            c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+            if c_ptr.dtype.element_ty == ttl.float8e4nv:
+                c = accumulator.to(ttl.float8e4nv)
+            else:
+                c = accumulator.to(ttl.float16)
+            ttl.store(c_ptrs, c, mask=c_mask)
 
     @triton.jit
     def triton_attention_fwd_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm,
@@ -622,12 +677,18 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
         b = torch.randn(k, n, device="cuda").to(torch_dtype)
     ref = a.double() @ b.double()
 
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+
     def launch(kernel, c, config):
         bm, bn, bk, group, stages, warps = config
-        grid = (kl.cdiv(m, bm) * kl.cdiv(n, bn),)
-        kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     c.stride(0), c.stride(1), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
-                     GROUP_SIZE_M=group, ACTIVATION="", num_stages=stages, num_warps=warps)  # fmt: skip
+        tiles = kl.cdiv(m, bm) * kl.cdiv(n, bn)
+        args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        meta = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=group,
+                    num_stages=stages, num_warps=warps)  # fmt: skip
+        if kernel in (matmul_persistent_kernel, globals().get("triton_matmul_persistent_kernel")):
+            kernel[(min(sms, tiles),)](*args, NUM_SMS=sms, **meta)  # one program per SM at most
+        else:
+            kernel[(tiles,)](*args, ACTIVATION="", **meta)
 
     def autotuned(kernel):
         best, notes = None, []
@@ -661,13 +722,16 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
         ms, st = timer.median_ms(lambda: torch.matmul(a, b))
         return tflops(m, n, k, ms), "", {"median_ms": ms, **st}
 
-    def triton_run():
+    def triton_run(name):
         need_triton()
-        return autotuned(triton_matmul_kernel)
+        return autotuned(globals()[name])
 
     guarded(results, "matmul", case, "kernellab", "TFLOP/s", lambda: autotuned(matmul_kernel))
     guarded(results, "matmul", case, "cuBLAS", "TFLOP/s", torch_run)
-    guarded(results, "matmul", case, "triton", "TFLOP/s", triton_run)
+    guarded(results, "matmul", case, "triton", "TFLOP/s", lambda: triton_run("triton_matmul_kernel"))
+    guarded(results, "matmul", case, "kernellab persistent", "TFLOP/s", lambda: autotuned(matmul_persistent_kernel))
+    guarded(results, "matmul", case, "triton persistent", "TFLOP/s",
+            lambda: triton_run("triton_matmul_persistent_kernel"))  # fmt: skip
 
 
 ATTENTION_TOLERANCE = 2e-3  # ‖O - ref‖ / ‖ref‖: P is rounded to fp16 before P·V, O to fp16
@@ -1148,7 +1212,8 @@ PLAN = [
     (
         "matmul",
         "tutorial matmul autotuned over its 8 configs, fp16/bf16 1024..8192 + 16x8192x8192, tf32 "
-        "4096: kernellab / cuBLAS / triton, TFLOP/s",
+        "4096: kernellab / cuBLAS / triton, and tutorial 09's persistent matmul (kernellab / "
+        "triton, same configs), TFLOP/s",
     ),
     ("matmul compile", "kl.compile of the 128x256x64 8-warp 3-stage config, cache bypassed"),
     (
@@ -1173,7 +1238,7 @@ SECTION_SECONDS = {
     "softmax": 90,
     "layer norm": 90,
     "softmax persistent": 60,
-    "matmul": 300,
+    "matmul": 540,
     "matmul compile": 60,
     "attention": 180,
     "warm launch": 60,

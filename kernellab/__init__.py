@@ -25,6 +25,7 @@ import importlib
 from kernellab.backends.typed_view import reinterpret
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.runtime import cdiv, next_power_of_2
+from kernellab.runtime.allocation import set_allocator
 from kernellab.runtime.autotuner import Config, autotune, heuristics
 from kernellab.runtime.jit import JITFunction, jit
 
@@ -70,6 +71,6 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 __all__ = [
     "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
-    "heuristics", "DevicePool", "cdiv", "next_power_of_2", "reinterpret", "as_triton", "testing",
+    "heuristics", "DevicePool", "cdiv", "next_power_of_2", "reinterpret", "set_allocator", "as_triton", "testing",
     "language", "lab", "torch",
 ]  # fmt: skip

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from kernellab.backends.arguments import launch_device, normalize_grid, snapshot, specialize, writable_array
 from kernellab.compiler.binary import binary_of
+from kernellab.runtime.argument_trees import flatten_argument, is_structured
 from kernellab.runtime.bench_pool import BenchJob, LaunchInputs, bench_job, new_inputs_key, with_inputs
 from kernellab.runtime.jit import JITFunction, KernelInterface
 from kernellab.runtime.parallel_compile import CompileJob, KernelRef, compile_job, default_executor
@@ -129,6 +130,28 @@ def _base_jit(fn) -> JITFunction:
     return fn
 
 
+def _pre_hook(config: Config, named: dict) -> None:
+    """Run the config's pre_hook before anything compiles or launches with it: it may set what
+    the compile reads, such as a host TensorDescriptor's block shape (tutorials 06 and 09)."""
+    if config.pre_hook:
+        config.pre_hook({**named, **config.all_kwargs()})
+
+
+def _call_prune(prune, configs: list[Config], named: dict, kwargs: dict):
+    """`early_config_prune(configs, named_args, **kwargs)` as Triton 3.3 and newer call it (the
+    launch's keyword arguments as keywords: tutorials 06 and 09 read `kwargs["N_CTX"]`), or
+    `(configs, named_args)` for a function written for older Triton, which takes no more."""
+    try:
+        signature = inspect.signature(prune)
+    except (TypeError, ValueError):  # no signature to read: call it as current Triton does
+        return prune(configs, named, **kwargs)
+    try:
+        signature.bind(configs, named, **kwargs)
+    except TypeError:
+        return prune(configs, named)
+    return prune(configs, named, **kwargs)
+
+
 def _named_args(fn: JITFunction, args: tuple, kwargs: dict) -> dict:
     """Parameter name → value for the arguments given (defaults filled in)."""
     binder = fn.binder
@@ -200,10 +223,15 @@ class Autotuner(KernelInterface):
                 key.append(str(array.dtype))
         return tuple(key)
 
-    def _prune(self, named: dict) -> list[Config]:
+    def _prune(self, named: dict, kwargs: dict) -> list[Config]:
         configs = self.configs
         if self.early_config_prune:
-            configs = list(self.early_config_prune(configs, named))
+            configs = list(_call_prune(self.early_config_prune, configs, named, kwargs))
+            if not configs:
+                raise ValueError(
+                    f"autotune: early_config_prune left no config of {self.base.__name__} for "
+                    "this launch; keep at least one"
+                )
         if self.perf_model and self.top_k:
             top_k = self.top_k if self.top_k >= 1 else int(len(configs) * self.top_k)
             est = {c: self.perf_model(**named, **c.all_kwargs()) for c in configs}
@@ -221,8 +249,7 @@ class Autotuner(KernelInterface):
             for name in self.reset_to_zero:
                 if arrays[name] is not None:
                     arrays[name][...] = 0
-            if config.pre_hook:
-                config.pre_hook({**named, **config.all_kwargs()})
+            _pre_hook(config, named)
             self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
             for name, copy in saved.items():
                 arrays[name][...] = copy
@@ -243,9 +270,12 @@ class Autotuner(KernelInterface):
             key = self._tuning_key(named)
             if key not in self.cache:
                 start = time.perf_counter()
-                pruned = self._prune(named)
+                pruned = self._prune(named, kwargs)
                 if warmup:
-                    return [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs()) for c in pruned]
+                    return [
+                        _pre_hook(c, named) or self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs())
+                        for c in pruned
+                    ]
                 self.cache[key] = self._tune(pruned, args, kwargs, grid, named)
                 if os.environ.get("KERNELLAB_PRINT_AUTOTUNING") == "1":
                     print(
@@ -256,8 +286,7 @@ class Autotuner(KernelInterface):
         else:
             config = configs[0]
         self.best_config = config
-        if config.pre_hook:
-            config.pre_hook({**named, **config.all_kwargs()})
+        _pre_hook(config, named)
         return self.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
 
     # -- tuning ----------------------------------------------------------------------------------
@@ -317,6 +346,7 @@ class Autotuner(KernelInterface):
         show()
         try:
             if row.compile_seconds is None:  # not compiled ahead: compile here, timed
+                _pre_hook(row.config, named)
                 start = time.perf_counter()
                 self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
                 row.compile_seconds = time.perf_counter() - start
@@ -334,9 +364,17 @@ class Autotuner(KernelInterface):
         """Where the launch runs ("interpreter" or the GPU), the target compiled for, and the
         GPU's index (None on the interpreter)."""
         binder = self.base.binder
-        runtime = [n for n, const in zip(binder.names, binder.is_constexpr) if not const and n in named]
-        keys = [specialize(named[n])[0] for n in runtime]
-        device = launch_device(keys, runtime)
+        names, keys = [], []
+        for name, const in zip(binder.names, binder.is_constexpr):
+            if const or name not in named:
+                continue
+            value = named[name]
+            # a tuple or descriptor argument: where its arrays live
+            leaves = flatten_argument(value)[1] if is_structured(value) else [value]
+            for leaf in leaves:
+                names.append(name)
+                keys.append(specialize(leaf)[0])
+        device = launch_device(keys, names)
         if device is None:
             return "interpreter", RESOURCES_TARGET, None
         from kernellab.backends.nvidia.driver import device_info
@@ -383,6 +421,7 @@ class Autotuner(KernelInterface):
             job_target = models.get(row.model) or target
             key = (id(row.config), job_target)
             if key not in plan:
+                _pre_hook(row.config, _named_args(base, args, kwargs))
                 bound = base.binder.bind(args, {**kwargs, **row.config.all_kwargs()})
                 signature, constexprs, attrs = base.binder.compile_args(bound)
                 options = dict(bound.options)
@@ -455,6 +494,7 @@ class Autotuner(KernelInterface):
             try:
                 binary = binaries.get(id(row))
                 if binary is None:  # the code this process would launch: compiled (or found) here
+                    _pre_hook(row.config, named)
                     start = time.perf_counter()
                     ck = self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
                     row.compile_seconds = row.compile_seconds or time.perf_counter() - start
