@@ -21,9 +21,9 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from kernellab.backends.llvm.errors import LoweringError
-from kernellab.backends.llvm.memory import vector_width
+from kernellab.backends.llvm.memory import _axis, vector_width
 from kernellab.backends.llvm.shared_buffers import buffer_interval, element_pointer, vector_run
-from kernellab.backends.llvm.types import I32, I64, mem_bytes
+from kernellab.backends.llvm.types import I8, I32, I64, mem_bytes
 from kernellab.backends.nvidia.lowering.wgmma import FENCE_ASYNC_PROXY
 from kernellab.ir import tt, ttg, ttng
 
@@ -44,7 +44,7 @@ def _async_copy(ctx, op: ttg.AsyncCopyGlobalToLocalOp) -> None:
             "(the pipeliner should not have chosen this load)"
         )
     ctx.barriers.before_async_write(buffer_interval(ctx, op.result))
-    ptrs = ctx.regs(op.src, lay)
+    ptrs = _source_pointers(ctx, op.src, lay, nbytes)
     masks = ctx.regs(op.mask, lay) if op.mask is not None else None
     dst = element_pointer(ctx, buf, lay)
     cache = ".cg" if size == 16 else ".ca"
@@ -56,9 +56,37 @@ def _async_copy(ctx, op: ttg.AsyncCopyGlobalToLocalOp) -> None:
         if masks is not None:
             src_size = b.select(masks[r0], I32(size), I32(0))
         smem = b.ptrtoint(dst(r0), I32)
-        gmem = b.ptrtoint(ptrs[r0], I64)
+        gmem = b.ptrtoint(ptrs(r0), I64)
         ctx.asm(ir.VoidType(), text, "r,l,r", [smem, gmem, src_size], side_effect=True)
     ctx.set(op.token, None)
+
+
+def _source_pointers(ctx, src, lay, nbytes: int):
+    """fn(register r) -> its global pointer, taken from the thread's register at the start of
+    r's aligned block of contiguous addresses (AxisInfo contiguity along the pointers' most
+    contiguous dim) plus a constant byte offset. A copy narrower than those blocks (a tile
+    transposed into a K-major buffer by 4-byte copies) then keeps one 64-bit pointer live per
+    block, not one per element."""
+    ptrs = ctx.regs(src, lay)
+    info = _axis(src)
+    if info is None:
+        return lambda r: ptrs[r]
+    d = max(range(lay.rank), key=lambda i: info.contiguity[i])
+    block = min(info.contiguity[d], lay.shape[d])
+    block = 1 << (block.bit_length() - 1)
+    shift = lay.dim_shift(d)
+    low = (block - 1) << shift
+    if block == 1 or any(b & lay.thread_bits for b in lay.reg):  # coordinates not thread | register
+        return lambda r: ptrs[r]
+
+    def ptr(r):
+        flat = lay.reg_flat[r]
+        head = lay.reg_of_flat[flat & ~low]
+        if head == r:
+            return ptrs[r]
+        return ctx.b.gep(ptrs[head], [I64(((flat & low) >> shift) * nbytes)], source_etype=I8)
+
+    return ptr
 
 
 def _commit_group(ctx, op: ttg.AsyncCommitGroupOp) -> None:
