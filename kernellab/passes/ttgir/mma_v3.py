@@ -1,16 +1,19 @@
 """MMA v3 (Hopper's wgmma) for accelerate_matmul: which dots qualify and how they are rewritten.
 
-A dot qualifies on sm_90a when its operands are fp16 or bf16 (or fp8 e4m3/e5m2, which wgmma
-reads K-major only: A row-major, B column-major) into fp32, it is 2-D, the kernel has a multiple
-of 4 warps, and the tile fills whole wgmma instructions: each warp group (4 consecutive warps)
+A dot qualifies on sm_90a when its operands are fp16 or bf16 into fp32, fp8 e4m3/e5m2 into fp32
+or int8 into int32 (8-bit ones loaded K-major: A row-major, B column-major), or fp32 with
+input_precision "tf32" into fp32 ("tf32x3" stays on mma.sync), it is 2-D, the kernel has a
+multiple of 4 warps, and the tile fills whole wgmma instructions: each warp group (4 consecutive warps)
 computes 64 rows, so M is a multiple of 16 x the warps along M, and the instruction's N (the
 tile's N over the warps along N, at most 256) is a multiple of 8; K is a multiple of the
-instruction's K (16 for 16-bit operands, 32 for fp8) and each operand's contiguous dim spans at
+instruction's K (32 bytes: 16 for 16-bit operands, 32 for 8-bit ones, 8 for tf32) and each operand's contiguous dim spans at
 least 32 bytes (the narrowest swizzle). warpsPerCTA puts warps along M first (as many as M holds, in fours), the rest along N.
 
 The rewrite stages the operands into shared memory as they come from their loads
-(`ttg.local_alloc` into a #ttg.nvmma_shared layout: the contiguous dim of the load stays
-contiguous, cut into blocks of the widest swizzle it fills, 128, 64 or 32 bytes) and replaces
+(`ttg.local_alloc` into a #ttg.nvmma_shared layout, cut into blocks of the widest swizzle its
+contiguous dim fills, 128, 64 or 32 bytes: a 16-bit operand keeps its load's contiguous dim,
+since wgmma transposes those itself; a 32- or 8-bit one is K-major, which it reads only, and a
+tf32 tile loaded MN-major is transposed on its way in) and replaces
 the dot by `ttng.warp_group_dot` on the buffers with an accumulator in
 `#ttg.nvidia_mma<{versionMajor = 3, ..., instrShape = [16, N, 16]}>`. The tensor cores then
 read the buffers through descriptors. A 16-bit operand A that the kernel computes rather than

@@ -2,8 +2,9 @@
 shared memory through matrix descriptors (sm_90a).
 
 Each warp group (4 consecutive warps) computes 64 rows of the tile per instruction
-`wgmma.mma_async.sync.aligned.m64nNkK.f32.{f16,bf16,e4m3,e5m2}` (K: 32 bytes of
-operand, 16 or 32 elements): the accumulator's MMA v3 layout gives
+`wgmma.mma_async.sync.aligned.m64nNkK.f32.{f16,bf16,e4m3,e5m2,tf32}` or `.s32.s8.s8` (K: 32
+bytes of operand, 16, 32 or 8 elements; tf32 takes the fp32 bits and ignores the low 13 of the
+mantissa, int8 accumulates exactly in s32): the accumulator's MMA v3 layout gives
 every warp 16 rows, and instruction register i of a thread holds row 8*((i >> 1) & 1) and
 column (i & 1) + 8*(i >> 2) of the thread's part (the layout's register bases say which
 accumulator register that is). Each K step issues one instruction per 64-row repeat and per
