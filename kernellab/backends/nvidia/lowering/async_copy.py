@@ -82,7 +82,7 @@ def _source_pointers(ctx, src, lay, nbytes: int):
 
     def ptr(r):
         flat = lay.reg_flat[r]
-        head = lay.reg_of_flat[flat & ~low]
+        head = lay.reg_of_flat.get(flat & ~low, r)
         if head == r:
             return ptrs[r]
         return ctx.b.gep(ptrs[head], [I64(((flat & low) >> shift) * nbytes)], source_etype=I8)
