@@ -252,3 +252,51 @@ def test_int8_with_a_row_major_b_stays_on_mma_sync_and_says_why():
     assert "wgmma.mma_async" not in ck.asm["ptx"]
     record = next(r for r in ck.passes if r.name == "accelerate_matmul")
     assert "on mma.sync: 8-bit wgmma reads both operands K-major" in record.summary
+
+
+@kl.jit
+def fp8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, IMPRECISE: tl.constexpr):  # fmt: skip
+    """The tutorial's loop over K (A row-major, B column-major) with tl.dot's
+    max_num_imprecise_acc; fp32 out."""
+    offs_m = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_n = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=IMPRECISE)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def compile_fp8_matmul(block_m, block_n, block_k, warps, imprecise):
+    attrs = {n: ALIGNED for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bn")}
+    return kl.compile(fp8_matmul, signature="*fp8e4nv,*fp8e4nv,*fp32,i32,i32,i32,i32,i32", attrs=attrs,
+                      constexprs=dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, IMPRECISE=imprecise),
+                      target="sm_90a", num_warps=warps, num_stages=3)  # fmt: skip
+
+
+@pytest.mark.parametrize("imprecise, sums", [(0, 0), (32, 4), (64, 2), (128, 1)])
+def test_fp8_max_num_imprecise_acc_adds_each_partial_sum_into_fp32(imprecise, sums):
+    """Every `imprecise` K elements (one k32 instruction per 32) go into a fresh accumulator
+    that is waited for and added into the fp32 one; 0 (the default) sums all K in place."""
+    ck = compile_fp8_matmul(128, 128, 128, 8, imprecise)
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    (dot,) = [line for line in ttgir.splitlines() if "ttng.warp_group_dot " in line]
+    assert (f"maxNumImpreciseAcc = {imprecise} : i32" in dot) == bool(imprecise)
+    # 4 K steps (two warp groups, 64 rows each); one fence per partial sum
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.e4m3\.e4m3", ptx)) == 4
+    assert ptx.count("wgmma.fence.sync.aligned") == max(sums, 1)
+    # each partial sum waited for (plus the wait after the loop), then added: 64 accumulator
+    # registers per thread (a partial sum needs as many again: 4 warps would spill)
+    waits = len(re.findall(r"wgmma\.wait_group\.sync\.aligned 0;", ptx))
+    adds = len(re.findall(r"^\s*add\.(rn\.)?f32", ptx, re.MULTILINE))
+    assert waits == sums + 1 and adds >= sums * 64 and (adds == 0) == (sums == 0)
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0

@@ -180,3 +180,32 @@ def test_int8_matmul_is_exact(torch, config, b_major):
     got = c.cpu().numpy().astype(np.int64)
     bad = got != ref
     assert not bad.any(), f"{int(bad.sum())} of {bad.size} differ; first at {tuple(np.argwhere(bad)[0])}"
+
+
+@pytest.mark.parametrize("imprecise", [32, 64, 128])
+@pytest.mark.parametrize("config", [(128, 128, 128, 8), (64, 128, 64, 4)], ids=lambda c: "x".join(map(str, c)))
+def test_fp8_max_num_imprecise_acc_matches_float64_within_one_partial_sum(torch, config, imprecise):
+    """With max_num_imprecise_acc = N each N of K is summed by the tensor cores alone (about 13
+    significant bits) and then added into fp32: the error is at most 2^-13 of sum|a||b| over
+    all K (not K/32 times that, as without promotion) plus fp32 rounding; fp32 out."""
+    from tests.backends.nvidia.test_wgmma import fp8_matmul
+
+    bm, bn, bk, warps = config
+    imprecise = min(imprecise, bk)
+    M, N, K = 256, 256, 8 * bk
+    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()  # K x N, column-major
+    c = torch.full((M, N), float("nan"), device="cuda")
+    compiled = fp8_matmul[(kl.cdiv(M, bm), kl.cdiv(N, bn))](
+        a, b, c, M, N, K, a.stride(0), b.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        IMPRECISE=imprecise, num_warps=warps, num_stages=3,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    assert f"maxNumImpreciseAcc = {imprecise}" in compiled.asm["ttgir"]
+    a64 = a.float().cpu().numpy().astype(np.float64)
+    b64 = b.float().cpu().numpy().astype(np.float64)
+    ref = a64 @ b64
+    bound = (2.0**-13 + (K + 1) * 2.0**-24) * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    got = c.cpu().numpy().astype(np.float64)
+    bad = ~(np.abs(got - ref) <= bound)
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"

@@ -12,6 +12,10 @@ N repeat; the steps run between `wgmma.fence` and one `commit_group`, then `wait
 for an asynchronous dot, nothing: a `ttng.warp_group_dot_wait` later waits (wait_group N with
 the accumulator's registers passed through it, so nothing reads them earlier).
 
+fp8 with `maxNumImpreciseAcc = N <= K` (tl.dot's max_num_imprecise_acc) runs each N of K into
+a fresh accumulator (zeros in, `wait_group 0`) and adds it into the fp32 one: synchronous, but
+rounded like fp32 every N products.
+
 A register operand A (#ttg.dot_op with the MMA v3 parent) is passed as four .b32 registers per
 instruction, each two consecutive K elements: per warp the fragment of mma.sync's m16n8k16 A,
 a_i at row 8*(i & 1) and columns 8*(i >> 1) + {0, 1} of the thread's part of the 16x16 slice
@@ -84,23 +88,42 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     constraints = ",".join([acc_constraint] * count + a_constraints + ["l"] + [str(i) for i in range(count)])
     result_type = ir.LiteralStructType([acc_type] * count)
 
-    ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
-    for kk in range(0, k, k_instr):
-        for m_rep in range(0, m, 16 * wm):
-            rows = b.add(group_row, I32(m_rep))
-            for n_rep in range(0, n, n_instr * wn):
-                cols = b.add(warp_col, I32(n_rep))
-                slots = [_register(lay, m_rep + 8 * ((i >> 1) & 1), n_rep + (i & 1) + 8 * (i >> 2))
-                         for i in range(count)]  # fmt: skip
-                a_args = a_operand.fragment(m_rep, kk) if a_in_registers else [a_operand.at(rows, I32(kk))]
-                args = a_args + [b_desc.at(I32(kk), cols)] + [regs[r] for r in slots]
-                out = ctx.asm(result_type, text, constraints, args, side_effect=True)
-                for i, r in enumerate(slots):
-                    regs[r] = b.extract_value(out, i)
-    ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
-    if op.is_async is None:
+    promote = _promotion_k(op, k, k_instr)
+    for k0 in range(0, k, promote or k):
+        sums = [ir.Constant(acc_type, 0.0)] * len(regs) if promote else regs
+        ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
+        for kk in range(k0, k0 + (promote or k), k_instr):
+            for m_rep in range(0, m, 16 * wm):
+                rows = b.add(group_row, I32(m_rep))
+                for n_rep in range(0, n, n_instr * wn):
+                    cols = b.add(warp_col, I32(n_rep))
+                    slots = [_register(lay, m_rep + 8 * ((i >> 1) & 1), n_rep + (i & 1) + 8 * (i >> 2))
+                             for i in range(count)]  # fmt: skip
+                    a_args = a_operand.fragment(m_rep, kk) if a_in_registers else [a_operand.at(rows, I32(kk))]
+                    args = a_args + [b_desc.at(I32(kk), cols)] + [sums[r] for r in slots]
+                    out = ctx.asm(result_type, text, constraints, args, side_effect=True)
+                    for i, r in enumerate(slots):
+                        sums[r] = b.extract_value(out, i)
+        ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
+        if promote:  # this chunk's imprecise sum, added into the fp32 accumulator
+            regs = [b.fadd(acc, part) for acc, part in zip(regs, _wait(ctx, sums, 0, op))]
+        else:
+            regs = sums
+    if op.is_async is None and not promote:
         regs = _wait(ctx, regs, 0, op)
     ctx.set(op.d, TV(regs, lay, op.d.type.element_type))
+
+
+def _promotion_k(op, k: int, k_instr: int) -> int:
+    """K elements per partial sum when fp8 products are promoted (maxNumImpreciseAcc = N with
+    N <= K, as Triton: Hopper's fp8 tensor cores add into the accumulator with about 13
+    significant bits, so each run of N is summed in a fresh accumulator, waited for and added
+    into the fp32 one); 0: one sum over all of K, in the accumulator itself."""
+    attr = op.max_num_imprecise_acc
+    limit = attr.value.data if attr is not None else 0
+    if not 0 < limit <= k:
+        return 0
+    return max(k_instr, limit // k_instr * k_instr)
 
 
 def _warp_group_dot_wait(ctx, op: ttng.WarpGroupDotWaitOp) -> None:
