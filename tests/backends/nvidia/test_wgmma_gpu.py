@@ -114,8 +114,10 @@ def test_wgmma_with_a_register_operand_matches_float64(torch, case):
     assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"
 
 
+# two warp groups along M (128 x 256, 8 warps), two along N (64 x 256, 8 warps: m64n128 each),
+# every swizzle width of the K-major buffers (BLOCK_K 32, 16, 8 fp32: 128, 64, 32 bytes)
 TF32_CONFIGS = [(128, 128, 32, 4, 3), (128, 256, 32, 8, 3), (64, 256, 32, 4, 4), (128, 64, 32, 4, 4),
-                (128, 32, 32, 4, 4), (128, 128, 16, 8, 3), (64, 64, 8, 4, 3)]  # fmt: skip
+                (128, 32, 32, 4, 4), (128, 128, 16, 8, 3), (64, 64, 8, 4, 3), (64, 256, 32, 8, 3)]  # fmt: skip
 
 
 @pytest.mark.parametrize("config", TF32_CONFIGS, ids=lambda c: "x".join(map(str, c)))
@@ -152,7 +154,7 @@ def test_tf32_wgmma_matmul_matches_float64(torch, config, a_major, b_major):
 
 
 @pytest.mark.parametrize("config", [(128, 128, 64, 4, 3), (128, 256, 128, 8, 3), (64, 128, 64, 4, 4),
-                                    (128, 64, 128, 8, 3), (64, 64, 32, 4, 3)],
+                                    (128, 64, 128, 8, 3), (64, 64, 32, 4, 3), (64, 256, 64, 8, 3)],
                          ids=lambda c: "x".join(map(str, c)))  # fmt: skip
 @pytest.mark.parametrize("b_major", ["k", "mn"])
 def test_int8_matmul_is_exact(torch, config, b_major):
