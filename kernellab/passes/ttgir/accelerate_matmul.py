@@ -10,7 +10,9 @@ inserted before the dot and one back to the old layout after it; remove_layout_c
 then moves the surrounding math into the MMA layout and reduce_data_duplication stages the
 operands through shared memory. The rewrite is the pattern `mma-v2-dot` of the rewrite engine,
 swept once over the dots in order (a dot chained to an already converted one takes its warps);
-a dot that stays on FMA is named, with the reason, in the pass record's summary.
+a dot that stays on FMA is named, with the reason, in the pass record's summary, and so, on
+sm_90a, is a dot left on mma.sync for want of a wgmma form (tf32x3, 8-bit operands not
+K-major, 2 warps, ...).
 
 A batched (3-D) dot is a batch of 2-D ones: instrShape [1, 16, 8], and, as in Triton, all warps
 along the batch (warpsPerCTA [num_warps, 1, 1]), each warp computing whole batch elements.
