@@ -27,6 +27,8 @@ from kernellab.backends.llvm.shared_buffers import buffer_interval, element_poin
 from kernellab.backends.llvm.types import I8, I32, I64, mem_bytes
 from kernellab.backends.nvidia.lowering.wgmma import FENCE_ASYNC_PROXY
 from kernellab.ir import tt, ttg, ttng
+from kernellab.layouts import from_encoding
+from kernellab.layouts.banks import offsets
 
 COPY_BYTES = (4, 8, 16)
 
@@ -47,7 +49,7 @@ def _async_copy(ctx, op: ttg.AsyncCopyGlobalToLocalOp) -> None:
     ctx.barriers.before_async_write(buffer_interval(ctx, op.result))
     ptrs = _source_pointers(ctx, op.src, lay, nbytes)
     masks = ctx.regs(op.mask, lay) if op.mask is not None else None
-    dst = element_pointer(ctx, buf, lay)
+    dst = _destination_pointers(ctx, op, buf, lay, nbytes)
     cache = ".cg" if size == 16 else ".ca"
     text = f"cp.async{cache}.shared.global [$0], [$1], {size}, $2;"
     for r0 in range(0, lay.nregs, run):
@@ -60,6 +62,40 @@ def _async_copy(ctx, op: ttg.AsyncCopyGlobalToLocalOp) -> None:
         gmem = b.ptrtoint(ptrs(r0), I64)
         ctx.asm(ir.VoidType(), text, "r,l,r", [smem, gmem, src_size], side_effect=True)
     ctx.set(op.token, None)
+
+
+def _destination_pointers(ctx, op, buf, lay, nbytes: int):
+    """fn(register r) -> its shared-memory pointer. A copy that transposes its tile (the
+    buffer's contiguous dim is not the load's: tf32 into a K-major NVMMA buffer, one element
+    per copy) takes register 0's plus a constant, when the buffer's layout (kernellab.layouts,
+    linear) sends the register bits and the lane/warp bits to disjoint offset bits (an offset
+    is then the thread's plus the register's): no offset register per element stays live
+    across the loop. Other copies, and layouts where the bits meet, use each register's own
+    (element_pointer)."""
+    per_register = element_pointer(ctx, buf, lay)
+    view = op.result
+    if list(ttg.encoding_of(op.src.type).order)[0] == buf.order[0]:
+        return per_register
+    try:
+        hardware = offsets(lay.linear, from_encoding(view.type.encoding, view.type.shape))
+    except ValueError:  # a layout the core does not describe on this shape
+        return per_register
+    reg_bits = thread_bits = 0
+    for name, rows in hardware.bases.items():
+        for (offset,) in rows:
+            if name == "register":
+                reg_bits |= offset
+            else:
+                thread_bits |= offset
+    if reg_bits & thread_bits:
+        return per_register
+    base = per_register(0)
+
+    def ptr(r):
+        offset = hardware.apply(register=r)[0]
+        return base if offset == 0 else ctx.b.gep(base, [I32(offset * nbytes)], source_etype=I8)
+
+    return ptr
 
 
 def _source_pointers(ctx, src, lay, nbytes: int):
