@@ -5,7 +5,8 @@ A copy moves each thread's runs of registers that are contiguous in global memor
 vector width: AxisInfo and the layout, as for tt.load) and in the shared buffer (inside one
 swizzle group, aligned) as one `cp.async` of 4, 8 or 16 bytes; 16-byte copies bypass L1
 (`.cg`), as Triton's do. A copy narrower than the global run it belongs to (a tile
-transposed into a K-major buffer) offsets the run's first pointer by constants. A masked-off run is copied with source size 0, which fills its
+transposed into a K-major buffer) offsets the run's first pointer by constants, and a
+transposing copy's shared addresses are register 0's plus constants where the layout allows. A masked-off run is copied with source size 0, which fills its
 destination with zeros and reads nothing.
 
 Barriers. Copies write shared memory behind the threads' backs, so the barrier tracker learns
