@@ -13,7 +13,11 @@ The rewrite stages the operands into shared memory as they come from their loads
 (`ttg.local_alloc` into a #ttg.nvmma_shared layout, cut into blocks of the widest swizzle its
 contiguous dim fills, 128, 64 or 32 bytes: a 16-bit operand keeps its load's contiguous dim,
 since wgmma transposes those itself; a 32- or 8-bit one is K-major, which it reads only, and a
-tf32 tile loaded MN-major is transposed on its way in) and replaces
+tf32 tile loaded MN-major is transposed on its way in, by the pipeliner's 4-byte copies
+rather than through registers: 16-byte loads and stores would take half the memory
+instructions but hold the next tile in registers across the loop, 64 per thread for a 64x256
+B next to 128 accumulators; an 8-bit one cannot be copied in 4-byte pieces, so it stays on
+mma.sync) and replaces
 the dot by `ttng.warp_group_dot` on the buffers with an accumulator in
 `#ttg.nvidia_mma<{versionMajor = 3, ..., instrShape = [16, N, 16]}>`. The tensor cores then
 read the buffers through descriptors. A 16-bit operand A that the kernel computes rather than
