@@ -186,10 +186,16 @@ def test_tf32_tutorial_matmul_is_wgmma_k8_with_b_transposed_into_a_k_major_ring(
 @pytest.mark.parametrize("config", TUTORIAL_CONFIGS, ids=lambda c: "x".join(map(str, c)))
 def test_tf32_tutorial_configs_assemble_for_sm_90a_with_wgmma(config):
     bm, bn, bk, warps, stages = config
-    ptx = compile_matmul(*config, signature=TF32_SIGNATURE).asm["ptx"]
+    ck = compile_matmul(*config, signature=TF32_SIGNATURE)
+    ptx = ck.asm["ptx"]
     n_instr = bn if warps == 4 or bm >= 128 else bn // 2
     shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k8\.f32\.tf32\.tf32", ptx))
     assert shapes == {str(min(256, n_instr))}
+    # the transposing copies keep one pointer per contiguous run and one shared address per
+    # thread live across the loop; only 4 warps holding 128 accumulators and a 32 x 256 B
+    # tile (64 elements per thread) still spill a few registers
+    if warps == 8 or bn <= 128:
+        assert ck.metadata["spills"] == 0
 
 
 @pytest.mark.parametrize("k_swizzle", [(32, 128), (16, 64), (8, 32)], ids=str)
