@@ -44,3 +44,32 @@ def test_import_kernellab_stays_lazy():
             "kernellab.backends.interpreter", "kernellab.backends.nvidia.lowering",
             "kernellab.triton_compat", "kernellab.torch", "torch", "triton")  # fmt: skip
     assert not loaded & set(lazy), sorted(loaded & set(lazy))
+
+
+def test_a_triton_style_program_header_stays_lazy(tmp_path):
+    """What a Triton program does at import (`import kernellab as triton`, `import
+    kernellab.language as tl`, decorate its kernels with `@jit`, `@autotune`, `@heuristics`)
+    loads none of the heavy modules: no numpy or ml_dtypes (only CPU arrays and the compiler
+    need them), no process pools (only tuning does), no compiler, no CUDA, no torch."""
+    program = '''
+import kernellab as triton
+import kernellab.language as tl
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4)], key=["n"])
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def add(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+assert add.fn.fn.__name__ == "add" and triton.cdiv(10, 4) == 3
+import sys
+print("\\n".join(sys.modules))
+'''
+    script = tmp_path / "program.py"  # a file: @jit reads the kernel's source
+    script.write_text(program)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    loaded = {name.split(".")[0] for name in out.stdout.split()}
+    heavy = {"numpy", "ml_dtypes", "multiprocessing", "concurrent", "xdsl", "llvmlite", "cuda",
+             "torch", "matplotlib", "ipywidgets", "IPython"}  # fmt: skip
+    assert not loaded & heavy, sorted(loaded & heavy)
