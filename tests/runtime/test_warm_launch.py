@@ -64,6 +64,11 @@ def nospec_kernel(x_ptr, n, scale, flag, y_ptr, BLOCK: tl.constexpr, ACT: tl.con
     pass
 
 
+@kl.jit(do_not_specialize=["n", "x_ptr"], do_not_specialize_on_alignment=["n", "x_ptr"])
+def unspecialized_kernel(x_ptr, n, scale, flag, y_ptr, BLOCK: tl.constexpr, ACT: tl.constexpr = "none"):
+    pass
+
+
 def _random_value(rng, slot):
     if slot in ("x_ptr", "y_ptr"):
         return rng.choice([
@@ -82,7 +87,9 @@ def _random_value(rng, slot):
     return rng.choice(["none", "relu", 1])
 
 
-@pytest.mark.parametrize("kernel", [spec_kernel, nospec_kernel], ids=["specialized", "do_not_specialize"])
+@pytest.mark.parametrize(
+    "kernel", [spec_kernel, nospec_kernel, unspecialized_kernel], ids=["specialized", "do_not_specialize", "neither"]
+)
 def test_fast_keys_agree_with_bind(kernel):
     """Two calls share a fast key exactly when they share a bind key, with the same runtime args."""
     rng = random.Random()
