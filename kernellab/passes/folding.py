@@ -9,13 +9,14 @@ defined result (division by zero, out-of-range shifts and float→int conversion
 that would round twice) is not folded: `fold` returns None and the op stays.
 
 A splat constant is a 0-d array, so folding `dense<...> : tensor<128x128xf32>` costs one scalar.
+ml_dtypes loads with the first bf16 or fp8 constant, so a kernel without them compiles without it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -38,21 +39,25 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from kernellab.ir import arith
 from kernellab.ir.tt import element_type, shape_of
 
-_FLOAT_DTYPES = {
-    Float16Type: np.dtype(np.float16),
-    BFloat16Type: np.dtype(ml_dtypes.bfloat16),
-    Float32Type: np.dtype(np.float32),
-    Float64Type: np.dtype(np.float64),
-    Float8E4M3FNType: np.dtype(ml_dtypes.float8_e4m3fn),
-    Float8E5M2Type: np.dtype(ml_dtypes.float8_e5m2),
-    Float8E4M3FNUZType: np.dtype(ml_dtypes.float8_e4m3fnuz),
-    Float8E5M2FNUZType: np.dtype(ml_dtypes.float8_e5m2fnuz),
-}
+_NUMPY_FLOATS = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
+_ML_DTYPES_FLOATS = {
+    BFloat16Type: "bfloat16", Float8E4M3FNType: "float8_e4m3fn", Float8E5M2Type: "float8_e5m2",
+    Float8E4M3FNUZType: "float8_e4m3fnuz", Float8E5M2FNUZType: "float8_e5m2fnuz",
+}  # fmt: skip
 _INT_DTYPES = {1: np.int8, 8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
-_NARROW_FLOATS = {
-    _FLOAT_DTYPES[t]
-    for t in (Float16Type, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float8E4M3FNUZType, Float8E5M2FNUZType)
-}
+
+
+@functools.cache
+def _float_dtype(float_type: type) -> np.dtype | None:
+    """numpy dtype of an xDSL float type (bf16 and fp8 from ml_dtypes, imported here)."""
+    if float_type in _NUMPY_FLOATS:
+        return np.dtype(_NUMPY_FLOATS[float_type])
+    name = _ML_DTYPES_FLOATS.get(float_type)
+    if name is None:
+        return None
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 def storage_dtype(elem: Attribute) -> np.dtype | None:
@@ -60,7 +65,7 @@ def storage_dtype(elem: Attribute) -> np.dtype | None:
     if isinstance(elem, IntegerType):
         dtype = _INT_DTYPES.get(elem.width.data)
         return np.dtype(dtype) if dtype else None
-    return _FLOAT_DTYPES.get(type(elem))
+    return _float_dtype(type(elem))
 
 
 def width(t: Attribute) -> int:
@@ -195,7 +200,8 @@ def _cmpi(predicate: str, a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dtype in _NARROW_FLOATS else dtype
+    """The dtype a float op computes in: f32 for the narrow floats (f16, bf16, fp8)."""
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
 def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
