@@ -206,7 +206,7 @@ class Binder:
         """The warm path's binding: `(key, runtime args)`, or None when an argument needs the
         full `bind` (numpy arrays, CPU tensors, large ints, tl.constexpr objects, ...).
 
-        The key has one entry per parameter: a constexpr's type and value, a torch CUDA
+        The key holds, parameter by parameter, a constexpr's type and value, a torch CUDA
         tensor's dtype, device and 16-byte alignment, a scalar's specialization marker; the
         launch options come last. The parameters' kinds are fixed, so equal keys mean equal
         `bind` keys: a key seen before maps straight to a launch. This runs on every launch,
@@ -257,7 +257,11 @@ class Binder:
     def _generate(self, nargs: int, tail, options: tuple):
         """`fast` for one call shape, as straight-line Python: per parameter, the branch for
         each type it may take with the kind's flags folded in. `tail` None: some parameter
-        after the positional ones is not a constexpr, so every value is bound in order first."""
+        after the positional ones is not a constexpr, so every value is bound in order first.
+
+        The key is one flat tuple of fixed length: three entries per runtime parameter (a
+        tensor's dtype, device and alignment, or a scalar's marker and two Nones), two per
+        constexpr (its type and value), then the options."""
         lines = ["def fast(args, kwargs):", " rt = []"]
         if tail is None:
             lines += [" values = bind_values(args, kwargs)", " if values is None:", "  return None"]
@@ -266,32 +270,38 @@ class Binder:
             source, kinds = "args", self._kinds[:nargs]
         if kinds:
             lines.append(f" {', '.join(f'a{i}' for i in range(len(kinds)))}, = {source}")
+        key = []
         for i, kind in enumerate(kinds):
-            lines += [f" v = a{i}", " c = v.__class__"]
+            v, k, e, f = f"a{i}", f"k{i}", f"e{i}", f"f{i}"
             if kind == _CONST:
-                lines += [" if c is constexpr:", "  return None", f" k{i} = (c, v)"]
+                lines += [f" {k} = {v}.__class__", f" if {k} is constexpr:", "  return None"]
+                key += [k, v]
                 continue
+            key += [k, e, f]
             aligned = "not p & 15" if kind & _ALIGN else "False"
             lines += [
+                f" c = {v}.__class__",
                 " if c in tensors:",
-                "  d = v.get_device()",
-                "  if d < 0:  # a CPU tensor: the interpreter",
+                f"  {e} = {v}.get_device()",
+                f"  if {e} < 0:  # a CPU tensor: the interpreter",
                 "   return None",
-                "  p = v.data_ptr()",
-                f"  k{i} = (v.dtype, d, {aligned})",
+                f"  p = {v}.data_ptr()",
+                f"  {k} = {v}.dtype",
+                f"  {f} = {aligned}",
                 "  rt.append(p)",
                 " elif c is int:",
             ]
             if kind & _SPECIALIZE:
-                lines += ["  if v == 1:", f"   k{i} = K_ONE", "  elif -0x80000000 <= v <= 0x7FFFFFFF:"]
+                lines += [f"  if {v} == 1:", f"   {k} = K_ONE", f"  elif -0x80000000 <= {v} <= 0x7FFFFFFF:"]
             else:
-                lines += ["  if -0x80000000 <= v <= 0x7FFFFFFF:"]
-            marker = "K_I32 if v & 15 else K_I32_16" if kind == _ALIGN | _SPECIALIZE else "K_I32"
+                lines += [f"  if -0x80000000 <= {v} <= 0x7FFFFFFF:"]
+            marker = f"K_I32 if {v} & 15 else K_I32_16" if kind == _ALIGN | _SPECIALIZE else "K_I32"
             lines += [
-                f"   k{i} = {marker}", "   rt.append(v)", "  else:", "   return None",
-                " elif c is float:", f"  k{i} = K_FP32", "  rt.append(v)",
-                " elif c is bool:", f"  k{i} = K_I1", "  rt.append(v)",
-                " elif v is None:", f"  k{i} = K_NONE",
+                f"   {k} = {marker}", f"   rt.append({v})", "  else:", "   return None",
+                f"  {e} = {f} = None",
+                " elif c is float:", f"  {k} = K_FP32", f"  {e} = {f} = None", f"  rt.append({v})",
+                " elif c is bool:", f"  {k} = K_I1", f"  {e} = {f} = None", f"  rt.append({v})",
+                f" elif {v} is None:", f"  {k} = K_NONE", f"  {e} = {f} = None",
                 " elif fast_class(c) == FAST_TENSOR:  # a tensor class not seen before",
                 "  return retry(args, kwargs)",
                 " else:", "  return None",
@@ -300,10 +310,10 @@ class Binder:
         for j, (name, default) in enumerate(tail):  # constexprs after the positional arguments
             names[f"d{j}"] = default
             lines += [
-                f" v = kwargs.get({name!r}, d{j})", " c = v.__class__",
-                " if v is MISSING or c is constexpr:", "  return None", f" t{j} = (c, v)",
+                f" u{j} = kwargs.get({name!r}, d{j})", f" t{j} = u{j}.__class__",
+                f" if u{j} is MISSING or t{j} is constexpr:", "  return None",
             ]  # fmt: skip
-        key = [f"k{i}" for i in range(len(kinds))] + [f"t{j}" for j in range(len(tail))]
+            key += [f"t{j}", f"u{j}"]
         if options:
             key.append("(" + "".join(f"({name!r}, option_key(kwargs[{name!r}])), " for name in options) + ")")
         lines.append(f" return ({''.join(k + ', ' for k in key)}), rt")
