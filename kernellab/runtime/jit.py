@@ -224,8 +224,11 @@ class Binder:
         plan = self._plans.get((len(args), *kwargs))
         if plan is None:
             plan = self._plan(len(args), tuple(kwargs))
-        if not plan:
-            return None
+        return self._fill(args, kwargs) if plan else None
+
+    def _fill(self, args: tuple, kwargs: dict):
+        """`values` for a call shape known to bind: the positional arguments, then each later
+        parameter from `kwargs` or its default (None when one has neither)."""
         values = list(args)
         for name, default in self._tail_defaults[len(args) :]:
             value = kwargs.get(name, default)
@@ -250,8 +253,9 @@ class Binder:
                 # the later parameters as (name, default) when all are constexprs, else None
                 tail = self._tail_defaults[nargs:] if all(self.is_constexpr[nargs:]) else None
                 plan = self._generate(nargs, tail, options)
-        if len(self._plans) < 64:
-            self._plans[(nargs, *names)] = plan
+        if len(self._plans) >= 64:  # bounded: the oldest call shape makes room
+            del self._plans[next(iter(self._plans))]
+        self._plans[(nargs, *names)] = plan
         return plan
 
     def _generate(self, nargs: int, tail, options: tuple):
@@ -318,7 +322,7 @@ class Binder:
             key.append("(" + "".join(f"({name!r}, option_key(kwargs[{name!r}])), " for name in options) + ")")
         lines.append(f" return ({''.join(k + ', ' for k in key)}), rt")
         namespace = {
-            "bind_values": self.values, "retry": self.fast, "constexpr": tl.constexpr,
+            "bind_values": self._fill, "retry": self.fast, "constexpr": tl.constexpr,
             "tensors": TENSOR_TYPES, "fast_class": fast_class, "FAST_TENSOR": FAST_TENSOR,
             "MISSING": _MISSING, "option_key": _option_key, "K_ONE": _K_ONE, "K_I32": _K_I32,
             "K_I32_16": _K_I32_16, "K_FP32": _K_FP32, "K_I1": _K_I1, "K_NONE": _K_NONE, **names,

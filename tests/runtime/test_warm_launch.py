@@ -287,3 +287,24 @@ def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_ker
         (0xF00D, (5, 1, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [x.ptr, y.ptr, out.ptr, 80], None),
         (0xF00D, (2, 2, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [y.ptr, x.ptr, out.ptr, 96], None),
     ]
+
+
+@kl.jit
+def many_constexprs_kernel(x_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, D: tl.constexpr, E: tl.constexpr):
+    pass
+
+
+def test_call_shapes_past_the_plan_tables_size_still_bind():
+    """Each order of keyword names is its own call shape; past 64 of them the oldest is dropped
+    (the table stays bounded) and every call still gets the key bind agrees with."""
+    binder = many_constexprs_kernel.binder
+    t = FakeTensor(0x7F0000000000)
+    keys = set()
+    for order in itertools.permutations("ABCDE"):
+        kwargs = {name: i for i, name in enumerate(order)}
+        key, runtime = binder.fast((t,), kwargs)
+        assert runtime == binder.bind((t,), kwargs).args == [t.ptr]
+        keys.add(key)
+        assert len(binder._plans) <= 64
+    assert len(keys) == 120  # the values differ with the order: so do the keys
+    assert binder.fast((t,), {"A": 0, "B": 1, "C": 2, "D": 3, "E": 4}) is not None  # evicted, made again
