@@ -254,7 +254,7 @@ class Binder:
                 tail = self._tail_defaults[nargs:] if all(self.is_constexpr[nargs:]) else None
                 plan = self._generate(nargs, tail, options)
         if len(self._plans) >= 64:  # bounded: the oldest call shape makes room
-            self._plans.pop(next(iter(self._plans)), None)  # (another thread may have)
+            self._plans.pop(next(iter(self._plans)), None)  # another thread may have dropped it
         self._plans[(nargs, *names)] = plan
         return plan
 
