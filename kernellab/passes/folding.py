@@ -9,6 +9,8 @@ defined result (division by zero, out-of-range shifts and float→int conversion
 that would round twice) is not folded: `fold` returns None and the op stays.
 
 A splat constant is a 0-d array, so folding `dense<...> : tensor<128x128xf32>` costs one scalar.
+Rules that only need a constant's one value read it with `splats.splat_of`, without numpy; this
+module loads when all operands of an op are constants.
 ml_dtypes loads with the first bf16 or fp8 constant, so a kernel without them compiles without it.
 """
 
@@ -38,6 +40,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from kernellab.ir import arith
 from kernellab.ir.tt import element_type, shape_of
+from kernellab.passes.splats import wrap_int
 
 _NUMPY_FLOATS = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
 _ML_DTYPES_FLOATS = {
@@ -91,7 +94,7 @@ def constant_of(value: SSAValue) -> np.ndarray | None:
         return None
     attr = op.value
     if isinstance(attr, IntegerAttr):
-        return np.array(_wrap_int(attr.value.data, width(value.type)), dtype)
+        return np.array(wrap_int(attr.value.data, width(value.type)), dtype)
     if isinstance(attr, FloatAttr):
         return np.array(attr.value.data).astype(dtype)
     if isinstance(attr, DenseIntOrFPElementsAttr):
@@ -100,14 +103,6 @@ def constant_of(value: SSAValue) -> np.ndarray | None:
             return np.frombuffer(data[:size], dtype).reshape(())
         return np.frombuffer(data, dtype).reshape(shape_of(value.type))
     return None
-
-
-def splat_of(value: SSAValue) -> int | float | None:
-    """The one element of a scalar or splat constant (None if not one)."""
-    array = constant_of(value)
-    if array is None or array.ndim:
-        return None
-    return array.item() if array.dtype.kind == "i" else float(array.astype(np.float64))
 
 
 def materialize(array: np.ndarray, type: Attribute) -> arith.ConstantOp:
@@ -125,11 +120,6 @@ def materialize(array: np.ndarray, type: Attribute) -> arith.ConstantOp:
 # ------------------------------------------------------------------------------ integers
 
 
-def _wrap_int(v: int, bits: int) -> int:
-    v %= 1 << bits
-    return v - (1 << bits) if v >= 1 << (bits - 1) else v
-
-
 def _signed(a: np.ndarray) -> np.ndarray:
     return a.astype(object)
 
@@ -140,7 +130,7 @@ def _unsigned(a: np.ndarray, bits: int) -> np.ndarray:
 
 def _to_storage(x: np.ndarray, t: Attribute) -> np.ndarray:
     bits = width(t)
-    wrapped = np.frompyfunc(lambda v: _wrap_int(int(v), bits), 1, 1)(x)
+    wrapped = np.frompyfunc(lambda v: wrap_int(int(v), bits), 1, 1)(x)
     return np.asarray(wrapped).astype(storage_dtype(element_type(t)))
 
 
