@@ -8,8 +8,8 @@
 
     add[(kl.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
 
-The compiler (xDSL) loads on first use, so `import kernellab` stays quick and pulls in neither
-Jupyter, torch nor matplotlib.
+The compiler (xDSL, LLVM) loads on first use, so `import kernellab` stays quick and pulls in
+neither Jupyter, torch, matplotlib nor numpy (which comes with the first CPU array or compile).
 
 This module is the public facade: it ranks with the lab, the top of the layers (language, ir,
 frontend, layouts, passes, backends, compiler, testing, runtime, lab; tests/test_layers.py), so

@@ -16,25 +16,30 @@ or any Executor whose workers each own a device; the compiled code travels to th
 the compile pool, and when the devices differ in model each config is timed on each model and
 the best is chosen per model. Each config's row (`ConfigTiming`) is reported as it fills: a live
 table in a notebook, progress lines in a script (kernellab/testing/tuning.py).
+
+The pools (runtime/bench_pool.py, runtime/parallel_compile.py: multiprocessing, numpy) load when
+a kernel is first tuned, not when `@autotune` decorates it, so `import kernellab` stays quick.
 """
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
 import time
 import warnings
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Executor, as_completed, wait
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kernellab.backends.arguments import launch_device, normalize_grid, snapshot, specialize, writable_array
-from kernellab.compiler.binary import binary_of
 from kernellab.runtime.argument_trees import flatten_argument, is_structured
-from kernellab.runtime.bench_pool import BenchJob, LaunchInputs, bench_job, new_inputs_key, with_inputs
 from kernellab.runtime.jit import JITFunction, KernelInterface
-from kernellab.runtime.parallel_compile import CompileJob, KernelRef, compile_job, default_executor
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from kernellab.runtime.bench_pool import BenchJob, LaunchInputs
+    from kernellab.runtime.parallel_compile import CompileJob
 
 # Without a GPU the configs are compiled for this target to report their resources.
 RESOURCES_TARGET = "sm_90"
@@ -202,6 +207,8 @@ class Autotuner(KernelInterface):
         params = self.base.binder.names
         for name in key:
             if name not in self.base.binder.index:
+                import difflib
+
                 close = difflib.get_close_matches(name, params, n=1)
                 warnings.warn(
                     f"autotune: key names {name!r}, which is not a parameter of "
@@ -412,6 +419,8 @@ class Autotuner(KernelInterface):
         `target`, and for each other GPU model of the pool, for that model's target. Empty where
         the kernel is wrapped in heuristics (their values are known only at launch) or the build
         can't compile for a GPU."""
+        from kernellab.runtime.parallel_compile import CompileJob, KernelRef
+
         base = self.base
         if self.fn is not base or not _nvidia_available():
             return []
@@ -436,7 +445,10 @@ class Autotuner(KernelInterface):
         shipped binaries by row id. A config whose GPU compile fails is dropped when the launch
         runs on that GPU (the launch then finds each compile in the disk cache); on the
         interpreter it is still timed (only its resources are missing)."""
+        from concurrent.futures import as_completed
+
         from kernellab.backends.nvidia.limits import occupancy
+        from kernellab.runtime.parallel_compile import compile_job, default_executor
 
         executor = self.compile_executor
         own = executor is None and default_executor(len(plan))
@@ -475,6 +487,8 @@ class Autotuner(KernelInterface):
     def _time_on_pool(self, rows, binaries: dict, args, kwargs, grid, named: dict, show) -> list[Exception]:
         """Time the rows on the bench executor, `bench_workers` at a time: each job carries the
         config's compiled code; the launch's arguments go to each worker once (it asks)."""
+        from kernellab.runtime.bench_pool import LaunchInputs
+
         errors: list[Exception] = []
         queue = deque(self._bench_jobs(rows, binaries, args, kwargs, grid, named, errors))
         inputs = LaunchInputs(named)
@@ -486,6 +500,9 @@ class Autotuner(KernelInterface):
 
     def _bench_jobs(self, rows, binaries: dict, args, kwargs, grid, named: dict, errors: list) -> list[BenchJob]:
         """A timing job per row that compiled (the arguments stay out: see _run_jobs)."""
+        from kernellab.compiler.binary import binary_of
+        from kernellab.runtime.bench_pool import BenchJob, new_inputs_key
+
         do_bench = None if self.do_bench is _median_wall_clock else self.do_bench
         inputs_key, jobs = new_inputs_key(), []
         for i, row in enumerate(rows):
@@ -514,6 +531,10 @@ class Autotuner(KernelInterface):
         """Submit the jobs, keep `bench_workers` in flight, fill each row as its report comes.
         A worker new to this launch asks for the arguments: it gets them in shared memory, or
         inline when it can't map this host's (`needs_inline`)."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        from kernellab.runtime.bench_pool import bench_job, with_inputs
+
         pool, running = self.bench_executor, {}
 
         def start(job: BenchJob) -> None:
