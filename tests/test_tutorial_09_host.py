@@ -61,10 +61,13 @@ def is_hip():
 
 
 class _TorchBlas:
-    """The tutorial's `device_blas.matmul(a, b, c)`: c = a @ b.T, here through torch (cuBLAS)."""
+    """The tutorial's `device_blas.matmul(a, b, c)`: c = a @ b.T, here through torch (cuBLAS;
+    fp8 operands, which torch.matmul refuses, are widened to fp16 first: exact)."""
 
     def matmul(self, a, b, c):
-        torch.matmul(a, b.T, out=c)
+        if a.element_size() == 1:
+            a, b = a.to(torch.float16), b.to(torch.float16)
+        c.copy_(torch.matmul(a, b.T))
 
 
 device_blas = _TorchBlas() if DEVICE.type == "cuda" else None
