@@ -12,11 +12,15 @@ Measures (see benchmarks/README.md for what each figure means):
              tl.range(..., num_stages=)), fp32 4096 x {1024, 4096, 12160}, GB/s
   matmul     the tutorial matmul (same kernel text for kernellab and Triton), each autotuned over
              the tutorial's CUDA configs, next to cuBLAS (torch.matmul): fp16 and bf16 at 1024,
-             2048, 4096, 8192 and a skinny 16 x 8192 x 8192, tf32 at 4096; TFLOP/s (2MNK)
+             2048, 4096, 8192 and a skinny 16 x 8192 x 8192, tf32 at 4096, fp8 at 4096 and 8192
+             (next to torch._scaled_mm), int8 at 4096 (int32 out, next to torch._int_mm);
+             TFLOP/s (2MNK; TOP/s for int8); beside it tutorial 09's persistent matmul (a grid
+             of one program per SM looping over tiles with tl.range(..., flatten=True)), the
+             same kernel text for both compilers, autotuned over the same configs (not int8)
   matmul descriptor  tutorial 09's persistent matmul through host TensorDescriptors (C = A Bᵀ,
              B N x K; TMA loads and stores on Hopper, the same kernel text for kernellab and
-             Triton), each autotuned
-             over MATMUL_DESCRIPTOR_CONFIGS, next to cuBLAS: fp16 at 4096 and 8192; TFLOP/s
+             Triton), each autotuned over MATMUL_DESCRIPTOR_CONFIGS, next to cuBLAS: fp16 at 4096
+             and 8192; TFLOP/s
   matmul compile  kl.compile of the largest tutorial config (128x256x64, 8 warps, 3 stages)
   compile    first compile of vector add in a fresh process (clean cache dir), cached compile
              in a second process, and the first launch of each, Triton's too
@@ -58,7 +62,9 @@ from kernellab.examples import (
     layer_norm_kernel,
     attention_fwd_kernel,
     matmul_descriptor_persistent_kernel,
+    matmul_int8_kernel,
     matmul_kernel,
+    matmul_persistent_kernel,
     softmax_config,
     softmax_kernel,
     softmax_persistent_kernel,
@@ -82,7 +88,7 @@ ATTENTION_BATCH, ATTENTION_HEADS, ATTENTION_SEQS = 4, 32, [1024, 4096, 16384]
 # (M, N, K, dtype): square fp16/bf16, the skinny shape, tf32 at 4096
 MATMUL_CASES = [(n, n, n, dt) for dt in ("fp16", "bf16") for n in (1024, 2048, 4096, 8192)]
 MATMUL_CASES += [(16, 8192, 8192, "fp16"), (16, 8192, 8192, "bf16"), (4096, 4096, 4096, "tf32")]
-MATMUL_CASES += [(4096, 4096, 4096, "fp8"), (8192, 8192, 8192, "fp8")]
+MATMUL_CASES += [(4096, 4096, 4096, "fp8"), (8192, 8192, 8192, "fp8"), (4096, 4096, 4096, "int8")]
 # Triton's tutorial 03 CUDA configs: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps)
 MATMUL_CONFIGS = [
     (128, 256, 64, 8, 3, 8), (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4),
@@ -106,8 +112,8 @@ def use_matmul_cases(text: str) -> None:
     for item in text.split(","):
         shape, _, dtype = item.strip().partition(":")
         m, n, k = (int(v) for v in shape.split("x"))
-        if dtype not in ("fp16", "bf16", "tf32", "fp8"):
-            raise SystemExit(f"--matmul-cases: dtype {dtype!r} is not fp16, bf16, tf32 or fp8")
+        if dtype not in MATMUL_TOLERANCE:
+            raise SystemExit(f"--matmul-cases: dtype {dtype!r} is not one of {', '.join(MATMUL_TOLERANCE)}")
         cases.append((m, n, k, dtype))
     MATMUL_CASES = cases
 
@@ -243,6 +249,57 @@ if triton is not None:
         ttl.store(c_ptrs, c, mask=c_mask)
 
     @triton.jit
+    def triton_tile_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_SIZE_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+        pid_m = first_pid_m + (tile_id % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        return pid_m, pid_n
+
+    @triton.jit
+    def triton_matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
+                                        stride_bk, stride_bn, stride_cm, stride_cn,
+                                        BLOCK_SIZE_M: ttl.constexpr, BLOCK_SIZE_N: ttl.constexpr,
+                                        BLOCK_SIZE_K: ttl.constexpr, GROUP_SIZE_M: ttl.constexpr,
+                                        NUM_SMS: ttl.constexpr):  # fmt: skip
+        start_pid = ttl.program_id(axis=0)
+        num_pid_m = ttl.cdiv(M, BLOCK_SIZE_M)
+        num_pid_n = ttl.cdiv(N, BLOCK_SIZE_N)
+        k_tiles = ttl.cdiv(K, BLOCK_SIZE_K)
+        num_tiles = num_pid_m * num_pid_n
+        tile_id_c = start_pid - NUM_SMS
+        offs_k_for_mask = ttl.arange(0, BLOCK_SIZE_K)
+        num_pid_in_group = GROUP_SIZE_M * num_pid_n
+        for tile_id in ttl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+            pid_m, pid_n = triton_tile_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
+            offs_am = pid_m * BLOCK_SIZE_M + ttl.arange(0, BLOCK_SIZE_M)
+            offs_bn = pid_n * BLOCK_SIZE_N + ttl.arange(0, BLOCK_SIZE_N)
+            offs_am = ttl.where(offs_am < M, offs_am, 0)
+            offs_bn = ttl.where(offs_bn < N, offs_bn, 0)
+            offs_am = ttl.max_contiguous(ttl.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)
+            offs_bn = ttl.max_contiguous(ttl.multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N)
+            accumulator = ttl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ttl.float32)
+            for ki in range(k_tiles):
+                offs_k = ki * BLOCK_SIZE_K + ttl.arange(0, BLOCK_SIZE_K)
+                a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+                b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+                a = ttl.load(a_ptrs, mask=offs_k_for_mask[None, :] < K - ki * BLOCK_SIZE_K, other=0.0)
+                b = ttl.load(b_ptrs, mask=offs_k_for_mask[:, None] < K - ki * BLOCK_SIZE_K, other=0.0)
+                accumulator = ttl.dot(a, b, accumulator)
+            tile_id_c += NUM_SMS
+            pid_m, pid_n = triton_tile_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
+            offs_cm = pid_m * BLOCK_SIZE_M + ttl.arange(0, BLOCK_SIZE_M)
+            offs_cn = pid_n * BLOCK_SIZE_N + ttl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+            c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+            if c_ptr.dtype.element_ty == ttl.float8e4nv:
+                c = accumulator.to(ttl.float8e4nv)
+            else:
+                c = accumulator.to(ttl.float16)
+            ttl.store(c_ptrs, c, mask=c_mask)
+
+    @triton.jit
     def triton_matmul_descriptor_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
                                                    BLOCK_SIZE_M: ttl.constexpr, BLOCK_SIZE_N: ttl.constexpr,
                                                    BLOCK_SIZE_K: ttl.constexpr, GROUP_SIZE_M: ttl.constexpr,
@@ -253,11 +310,7 @@ if triton is not None:
         num_tiles = num_pid_m * num_pid_n
         num_pid_in_group = GROUP_SIZE_M * num_pid_n
         for tile_id in ttl.range(ttl.program_id(0), num_tiles, NUM_SMS):
-            group_id = tile_id // num_pid_in_group
-            first_pid_m = group_id * GROUP_SIZE_M
-            group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-            pid_m = first_pid_m + (tile_id % group_size_m)
-            pid_n = (tile_id % num_pid_in_group) // group_size_m
+            pid_m, pid_n = triton_tile_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
             offs_am = pid_m * BLOCK_SIZE_M
             offs_bn = pid_n * BLOCK_SIZE_N
             accumulator = ttl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ttl.float32)
@@ -267,6 +320,38 @@ if triton is not None:
                 b = b_desc.load([offs_bn, offs_k])
                 accumulator = ttl.dot(a, b.T, accumulator)
             c_desc.store([offs_am, offs_bn], accumulator.to(c_desc.dtype))
+
+    @triton.jit
+    def triton_matmul_int8_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                                  stride_bn, stride_cm, stride_cn, BLOCK_SIZE_M: ttl.constexpr,
+                                  BLOCK_SIZE_N: ttl.constexpr, BLOCK_SIZE_K: ttl.constexpr,
+                                  GROUP_SIZE_M: ttl.constexpr):  # fmt: skip
+        pid = ttl.program_id(axis=0)
+        num_pid_m = ttl.cdiv(M, BLOCK_SIZE_M)
+        num_pid_n = ttl.cdiv(N, BLOCK_SIZE_N)
+        num_pid_in_group = GROUP_SIZE_M * num_pid_n
+        group_id = pid // num_pid_in_group
+        first_pid_m = group_id * GROUP_SIZE_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+        pid_n = (pid % num_pid_in_group) // group_size_m
+        offs_am = (pid_m * BLOCK_SIZE_M + ttl.arange(0, BLOCK_SIZE_M)) % M
+        offs_bn = (pid_n * BLOCK_SIZE_N + ttl.arange(0, BLOCK_SIZE_N)) % N
+        offs_k = ttl.arange(0, BLOCK_SIZE_K)
+        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+        accumulator = ttl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ttl.int32)
+        for k in range(ttl.cdiv(K, BLOCK_SIZE_K)):
+            a = ttl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0)
+            b = ttl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0)
+            accumulator = ttl.dot(a, b, accumulator)
+            a_ptrs += BLOCK_SIZE_K * stride_ak
+            b_ptrs += BLOCK_SIZE_K * stride_bk
+        offs_cm = pid_m * BLOCK_SIZE_M + ttl.arange(0, BLOCK_SIZE_M)
+        offs_cn = pid_n * BLOCK_SIZE_N + ttl.arange(0, BLOCK_SIZE_N)
+        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        ttl.store(c_ptrs, accumulator, mask=c_mask)
 
     @triton.jit
     def triton_attention_fwd_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm,
@@ -634,7 +719,8 @@ def softmax_persistent_case(results, torch, timer, n_cols):
     guarded(results, "softmax persistent", case, "triton", "GB/s", triton_run)
 
 
-MATMUL_TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2, "tf32": 2e-3, "fp8": 2e-3}  # ‖C - ref‖ / ‖ref‖, fp16 output
+# ‖C - ref‖ / ‖ref‖, fp16 output; int8 is exact (int32 output)
+MATMUL_TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2, "tf32": 2e-3, "fp8": 2e-3, "int8": 0.0}
 
 
 def tflops(m, n, k, ms: float) -> float:
@@ -650,26 +736,37 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
     """One shape: each compiler autotuned over MATMUL_CONFIGS (the fastest correct config
     wins), cuBLAS through torch.matmul (tf32 allowed for the tf32 case)."""
     case = f"{m}x{n}x{k} {dtype}"
+    int8 = dtype == "int8"
+    out_dtype = torch.int32 if int8 else torch.float16
     if dtype == "fp8":  # e4m3, B column-major (both operands K-major, as fp8 tensor cores read them)
         a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
         b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()
+    elif int8:  # B column-major, as for fp8 (and as torch._int_mm's cuBLASLt call prefers)
+        a = torch.randint(-128, 128, (m, k), device="cuda", dtype=torch.int8)
+        b = torch.randint(-128, 128, (n, k), device="cuda", dtype=torch.int8).t()
     else:
         torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
         a = torch.randn(m, k, device="cuda").to(torch_dtype)
         b = torch.randn(k, n, device="cuda").to(torch_dtype)
     ref = a.double() @ b.double()
 
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+
     def launch(kernel, c, config):
         bm, bn, bk, group, stages, warps = config
-        grid = (kl.cdiv(m, bm) * kl.cdiv(n, bn),)
-        kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     c.stride(0), c.stride(1), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
-                     GROUP_SIZE_M=group, ACTIVATION="", num_stages=stages, num_warps=warps)  # fmt: skip
+        tiles = kl.cdiv(m, bm) * kl.cdiv(n, bn)
+        args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        meta = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=group,
+                    num_stages=stages, num_warps=warps)  # fmt: skip
+        if kernel in (matmul_persistent_kernel, globals().get("triton_matmul_persistent_kernel")):
+            kernel[(min(sms, tiles),)](*args, NUM_SMS=sms, **meta)  # one program per SM at most
+        else:
+            kernel[(tiles,)](*args, **meta, **({} if int8 else {"ACTIVATION": ""}))
 
     def autotuned(kernel):
         best, notes = None, []
         for config in MATMUL_CONFIGS:
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+            c = torch.full((m, n), -(2**31) if int8 else float("nan"), device="cuda", dtype=out_dtype)
             try:
                 launch(kernel, c, config)
                 torch.cuda.synchronize()
@@ -690,6 +787,9 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
         return tflops(m, n, k, ms), note, {"median_ms": ms, "config": config, "skipped": notes, **st}
 
     def torch_run():
+        if int8:  # cuBLASLt int8 → int32
+            ms, st = timer.median_ms(lambda: torch._int_mm(a, b))
+            return tflops(m, n, k, ms), "torch._int_mm", {"median_ms": ms, **st}
         if dtype == "fp8":  # cuBLAS fp8 through torch._scaled_mm (unit scales, fp16 out)
             one = torch.ones((), device="cuda")
             ms, st = timer.median_ms(lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.float16))
@@ -698,13 +798,20 @@ def matmul_case(results, torch, timer, m, n, k, dtype):
         ms, st = timer.median_ms(lambda: torch.matmul(a, b))
         return tflops(m, n, k, ms), "", {"median_ms": ms, **st}
 
-    def triton_run():
+    def triton_run(name):
         need_triton()
-        return autotuned(triton_matmul_kernel)
+        return autotuned(globals()[name])
 
-    guarded(results, "matmul", case, "kernellab", "TFLOP/s", lambda: autotuned(matmul_kernel))
+    kernel = matmul_int8_kernel if int8 else matmul_kernel
+    guarded(results, "matmul", case, "kernellab", "TFLOP/s", lambda: autotuned(kernel))
     guarded(results, "matmul", case, "cuBLAS", "TFLOP/s", torch_run)
-    guarded(results, "matmul", case, "triton", "TFLOP/s", triton_run)
+    guarded(results, "matmul", case, "triton", "TFLOP/s",
+            lambda: triton_run("triton_matmul_int8_kernel" if int8 else "triton_matmul_kernel"))  # fmt: skip
+    if int8:  # the persistent kernel accumulates in fp32 and stores fp16 or fp8
+        return
+    guarded(results, "matmul", case, "kernellab persistent", "TFLOP/s", lambda: autotuned(matmul_persistent_kernel))
+    guarded(results, "matmul", case, "triton persistent", "TFLOP/s",
+            lambda: triton_run("triton_matmul_persistent_kernel"))  # fmt: skip
 
 
 def bench_matmul_descriptor(results, torch, timer):
@@ -1157,7 +1264,7 @@ KEY_CASES = {
     "layer norm": ["4096x4096 fp16"],
     "softmax persistent": ["4096x1024", "4096x4096", "4096x12160"],
     "matmul": ["4096x4096x4096 fp16", "4096x4096x4096 bf16", "8192x8192x8192 fp16",
-               "4096x4096x4096 tf32"],
+               "4096x4096x4096 tf32", "4096x4096x4096 int8"],
     "matmul descriptor": ["4096x4096x4096 fp16", "8192x8192x8192 fp16"],
 }  # fmt: skip
 
@@ -1253,7 +1360,8 @@ PLAN = [
     (
         "matmul",
         "tutorial matmul autotuned over its 8 configs, fp16/bf16 1024..8192 + 16x8192x8192, tf32 "
-        "4096: kernellab / cuBLAS / triton, TFLOP/s",
+        "4096, fp8 4096/8192, int8 4096: kernellab / cuBLAS / triton, and tutorial 09's "
+        "persistent matmul (kernellab / triton, same configs), TFLOP/s",
     ),
     (
         "matmul descriptor",
@@ -1283,7 +1391,7 @@ SECTION_SECONDS = {
     "softmax": 90,
     "layer norm": 90,
     "softmax persistent": 60,
-    "matmul": 300,
+    "matmul": 540,
     "matmul descriptor": 240,
     "matmul compile": 60,
     "attention": 180,

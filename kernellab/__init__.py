@@ -8,8 +8,8 @@
 
     add[(kl.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
 
-The compiler (xDSL) loads on first use, so `import kernellab` stays quick and pulls in neither
-Jupyter, torch nor matplotlib.
+The compiler (xDSL, LLVM) loads on first use, so `import kernellab` stays quick and pulls in
+neither Jupyter, torch, matplotlib nor numpy (which comes with the first CPU array or compile).
 
 This module is the public facade: it ranks with the lab, the top of the layers (language, ir,
 frontend, layouts, passes, backends, compiler, testing, runtime, lab; tests/test_layers.py), so
@@ -25,6 +25,7 @@ import importlib
 from kernellab.backends.typed_view import reinterpret
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.runtime import cdiv, next_power_of_2
+from kernellab.runtime.allocation import set_allocator
 from kernellab.runtime.autotuner import Config, autotune, heuristics
 from kernellab.runtime.jit import JITFunction, jit
 
@@ -70,6 +71,6 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 __all__ = [
     "jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "autotune", "Config",
-    "heuristics", "DevicePool", "cdiv", "next_power_of_2", "reinterpret", "as_triton", "testing",
+    "heuristics", "DevicePool", "cdiv", "next_power_of_2", "reinterpret", "set_allocator", "as_triton", "testing",
     "language", "lab", "torch",
 ]  # fmt: skip

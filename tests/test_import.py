@@ -1,5 +1,6 @@
 """`import kernellab` stays light: no Jupyter, torch or matplotlib, and no compiler until used."""
 
+import os
 import subprocess
 import sys
 
@@ -44,3 +45,59 @@ def test_import_kernellab_stays_lazy():
             "kernellab.backends.interpreter", "kernellab.backends.nvidia.lowering",
             "kernellab.triton_compat", "kernellab.torch", "torch", "triton")  # fmt: skip
     assert not loaded & set(lazy), sorted(loaded & set(lazy))
+
+
+def test_a_triton_style_program_header_stays_lazy(tmp_path):
+    """What a Triton program does at import (`import kernellab as triton`, `import
+    kernellab.language as tl`, decorate its kernels with `@jit`, `@autotune`, `@heuristics`)
+    loads none of the heavy modules: no numpy or ml_dtypes (only CPU arrays and the compiler
+    need them), no process pools (only tuning does), no compiler, no CUDA, no torch."""
+    program = '''
+import kernellab as triton
+import kernellab.language as tl
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4)], key=["n"])
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def add(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+assert add.fn.fn.__name__ == "add" and triton.cdiv(10, 4) == 3
+import sys
+print("\\n".join(sys.modules))
+'''
+    script = tmp_path / "program.py"  # a file: @jit reads the kernel's source
+    script.write_text(program)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    loaded = {name.split(".")[0] for name in out.stdout.split()}
+    heavy = {"numpy", "ml_dtypes", "multiprocessing", "concurrent", "xdsl", "llvmlite", "cuda",
+             "torch", "matplotlib", "ipywidgets", "IPython"}  # fmt: skip
+    assert not loaded & heavy, sorted(loaded & heavy)
+
+
+def test_a_compile_with_nothing_to_fold_loads_no_numpy(tmp_path):
+    """numpy and ml_dtypes load only where a compile needs them (folding constants, layout
+    tables, float literals), so the first compile of vector add in a fresh process, as the
+    benchmarks time it, pays for neither."""
+    program = '''
+import sys
+import kernellab as kl
+import kernellab.language as tl
+
+@kl.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+ck = kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 1024}, target="sm_90", num_warps=4)
+assert ".entry add" in ck.asm["ptx"]
+print("\\n".join(sys.modules))
+'''
+    script = tmp_path / "program.py"
+    script.write_text(program)
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env)
+    loaded = {name.split(".")[0] for name in out.stdout.split()}
+    assert not loaded & {"numpy", "ml_dtypes"}, sorted(loaded & {"numpy", "ml_dtypes"})

@@ -7,9 +7,11 @@ are unchanged. Results are checked element by element against float64 numpy refe
 
 import numpy as np
 import pytest
+from conftest import poison
 
 import kernellab as triton
 import kernellab.language as tl
+from kernellab.examples import matmul_persistent_kernel
 
 
 def stride(x: np.ndarray, dim: int) -> int:
@@ -465,3 +467,23 @@ def test_05_layer_norm_backward():
     # dW and dB: M fp32 terms summed in groups (order differs from the reference)
     np.testing.assert_allclose(dw, ref_dw, rtol=1e-4, atol=1e-4 * np.sqrt(M))
     np.testing.assert_allclose(db, ref_db, rtol=1e-4, atol=1e-4 * np.sqrt(M))
+
+
+# -- 09 persistent matmul (kernellab.examples' kernel, the benchmarks' too) --------------------
+
+
+@pytest.mark.parametrize("num_sms", [1, 3])
+def test_09_persistent_matmul_example(launch, num_sms):
+    """Each of `num_sms` programs walks its tiles (partial ones at every edge, K masked)."""
+    rng = np.random.default_rng()
+    M, N, K = 72, 80, 56
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16).T  # K-major B, as the benchmark's
+    c = poison((M, N), np.float16)
+    tiles = triton.cdiv(M, 32) * triton.cdiv(N, 32)
+    launch(matmul_persistent_kernel, (min(num_sms, tiles),), a, b, c, M, N, K, stride(a, 0), stride(a, 1),
+           stride(b, 0), stride(b, 1), stride(c, 0), stride(c, 1), BLOCK_SIZE_M=32, BLOCK_SIZE_N=32,
+           BLOCK_SIZE_K=16, GROUP_SIZE_M=2, NUM_SMS=num_sms)  # fmt: skip
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    # fp16 products are exact in fp32; one rounding to fp16
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2**-11 + 1e-5, atol=1e-4)

@@ -9,33 +9,51 @@ Triton's so that a kernel compiles to the same specialization here as there. Loo
 GPU arrays (torch CUDA tensors, objects with `__cuda_array_interface__`, CUDA `__dlpack__`
 producers) get a 4-element key `(type, aligned, device index, is torch)`; CPU arrays a 2-element
 one. `launch_device` reads the keys of one launch and says where it runs (or why it can't).
+
+numpy and ml_dtypes load on first use, not at import: a numpy value can only exist once numpy
+is imported, so a type is checked against numpy's classes only when numpy is in `sys.modules`,
+and launches of torch CUDA tensors never load them.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
-
-import ml_dtypes
-import numpy as np
+from typing import TYPE_CHECKING
 
 from kernellab.backends.typed_view import ReinterpretedTensor
 from kernellab.language import core as tl
 
-# numpy dtype → signature spelling of the pointee
-_POINTEE = {
-    np.dtype(np.bool_): "i1",
-    np.dtype(np.int8): "i8", np.dtype(np.int16): "i16",
-    np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
-    np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16",
-    np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64",
-    np.dtype(np.float16): "fp16", np.dtype(np.float32): "fp32", np.dtype(np.float64): "fp64",
-    np.dtype(ml_dtypes.bfloat16): "bf16",
-    np.dtype(ml_dtypes.float8_e4m3fn): "fp8e4nv",
-    np.dtype(ml_dtypes.float8_e5m2): "fp8e5",
-    np.dtype(ml_dtypes.float8_e4m3fnuz): "fp8e4b8",
-    np.dtype(ml_dtypes.float8_e5m2fnuz): "fp8e5b16",
-}  # fmt: skip
+if TYPE_CHECKING:
+    import numpy as np
+
+@functools.cache
+def _pointee_of_numpy() -> dict:
+    """numpy dtype → signature spelling of the pointee (imports numpy and ml_dtypes)."""
+    import ml_dtypes
+    import numpy as np
+
+    return {
+        np.dtype(np.bool_): "i1",
+        np.dtype(np.int8): "i8", np.dtype(np.int16): "i16",
+        np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
+        np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16",
+        np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64",
+        np.dtype(np.float16): "fp16", np.dtype(np.float32): "fp32", np.dtype(np.float64): "fp64",
+        np.dtype(ml_dtypes.bfloat16): "bf16",
+        np.dtype(ml_dtypes.float8_e4m3fn): "fp8e4nv",
+        np.dtype(ml_dtypes.float8_e5m2): "fp8e5",
+        np.dtype(ml_dtypes.float8_e4m3fnuz): "fp8e4b8",
+        np.dtype(ml_dtypes.float8_e5m2fnuz): "fp8e5b16",
+    }  # fmt: skip
+
+
+@functools.cache
+def _numpy_of_pointee() -> dict:
+    """Signature spelling of a pointee → numpy dtype."""
+    return {name: dt for dt, name in _pointee_of_numpy().items()}
+
 
 _INT_RANGES = (("i32", -(2**31), 2**31), ("i64", -(2**63), 2**63), ("u64", 0, 2**64))
 
@@ -49,10 +67,11 @@ class ArgumentError(TypeError):
 
 def pointee_name(dtype: np.dtype) -> str:
     """Signature spelling (`fp32`) of a numpy dtype an array argument points to."""
+    pointee = _pointee_of_numpy()
     try:
-        return _POINTEE[dtype]
+        return pointee[dtype]
     except KeyError:
-        known = ", ".join(sorted({str(d) for d in _POINTEE}))
+        known = ", ".join(sorted({str(d) for d in pointee}))
         raise ArgumentError(f"arrays of dtype {dtype} can't be passed to a kernel; use one of {known}") from None
 
 
@@ -64,6 +83,8 @@ def flat_buffer(a: np.ndarray) -> np.ndarray:
     """
     if a.flags.c_contiguous:
         return a.reshape(-1)
+    import numpy as np
+
     item = a.itemsize
     if any(s < 0 or s % item for s in a.strides):
         raise ArgumentError(
@@ -85,16 +106,13 @@ def _array(a: np.ndarray, specialize: bool, align: bool) -> tuple[Key, np.ndarra
 
 
 # torch dtypes whose tensors `.numpy()` refuses (bf16, fp8) or supports only in recent torch
-# releases (uint16/32/64): viewed as a signed integer of the same width, then as numpy's dtype.
+# releases (uint16/32/64): viewed as a signed integer of the same width, then as numpy's dtype
+# (given by its signature spelling).
 _THROUGH_INT = {
-    "bfloat16": ("int16", ml_dtypes.bfloat16),
-    "float8_e4m3fn": ("int8", ml_dtypes.float8_e4m3fn),
-    "float8_e5m2": ("int8", ml_dtypes.float8_e5m2),
-    "float8_e4m3fnuz": ("int8", ml_dtypes.float8_e4m3fnuz),
-    "float8_e5m2fnuz": ("int8", ml_dtypes.float8_e5m2fnuz),
-    "uint16": ("int16", np.uint16),
-    "uint32": ("int32", np.uint32),
-    "uint64": ("int64", np.uint64),
+    "bfloat16": ("int16", "bf16"), "float8_e4m3fn": ("int8", "fp8e4nv"),
+    "float8_e5m2": ("int8", "fp8e5"), "float8_e4m3fnuz": ("int8", "fp8e4b8"),
+    "float8_e5m2fnuz": ("int8", "fp8e5b16"), "uint16": ("int16", "u16"),
+    "uint32": ("int32", "u32"), "uint64": ("int64", "u64"),
 }  # fmt: skip
 
 
@@ -105,8 +123,8 @@ def _torch_to_numpy(t) -> np.ndarray:
     t = t.detach()
     through = _THROUGH_INT.get(str(t.dtype).rsplit(".", 1)[-1])
     if through is not None:
-        as_int, np_dtype = through
-        return t.view(getattr(sys.modules["torch"], as_int)).numpy().view(np_dtype)
+        as_int, pointee = through
+        return t.view(getattr(sys.modules["torch"], as_int)).numpy().view(_numpy_of_pointee()[pointee])
     return t.numpy()
 
 
@@ -150,6 +168,8 @@ def _torch_pointer(dtype) -> str:
 
 
 def _array_interface(obj, specialize: bool, align: bool) -> tuple[Key, np.ndarray]:
+    import numpy as np
+
     return _array(np.asarray(obj), specialize, align)
 
 
@@ -164,6 +184,8 @@ def _current_cuda_device() -> int:
 def _cuda_array(obj, specialize: bool, align: bool) -> tuple[Key, int]:
     cai = obj.__cuda_array_interface__
     ptr = int(cai["data"][0])
+    import numpy as np
+
     try:
         dtype = np.dtype(cai["typestr"])
     except TypeError:
@@ -178,6 +200,8 @@ def _dlpack(obj, specialize: bool, align: bool) -> tuple[Key, object]:
     """A `__dlpack__` producer: CPU ones through numpy, CUDA ones through torch.from_dlpack."""
     device_type, _ = obj.__dlpack_device__()
     if device_type == _DLPACK_CPU:
+        import numpy as np
+
         return _array(np.from_dlpack(obj), specialize, align)
     if device_type != _DLPACK_CUDA:
         raise ArgumentError(f"{type(obj).__name__} lives on DLPack device type {device_type}; kernels take CPU or CUDA memory")
@@ -191,9 +215,6 @@ def _dlpack(obj, specialize: bool, align: bool) -> tuple[Key, object]:
     return _torch(torch.from_dlpack(obj), specialize, align)
 
 
-_NUMPY_OF = {name: dt for dt, name in _POINTEE.items()}
-
-
 def _reinterpreted(view: ReinterpretedTensor, spec: bool, align: bool) -> tuple[Key, object]:
     """A typed view: its base's key with the pointee replaced (GPU), or the base's bytes viewed
     as the new dtype (CPU: the interpreter reads and writes the base's memory)."""
@@ -203,12 +224,12 @@ def _reinterpreted(view: ReinterpretedTensor, spec: bool, align: bool) -> tuple[
         raise ArgumentError(f"reinterpret views arrays, not {type(view.base).__name__} values")
     if is_gpu_key(key):
         return ("*" + pointee, *key[1:]), value
-    np_dtype = _NUMPY_OF[pointee]
+    np_dtype = _numpy_of_pointee()[pointee]
     if value.nbytes % np_dtype.itemsize:
         raise ArgumentError(
             f"reinterpret: {value.nbytes} bytes are not a whole number of {view.dtype!r} elements"
         )
-    return ("*" + pointee, key[1]), value.view(np.uint8).view(np_dtype)
+    return ("*" + pointee, key[1]), value.view("u1").view(np_dtype)
 
 
 def _int(v: int, specialize: bool, align: bool) -> tuple[Key, int]:
@@ -225,7 +246,7 @@ def _int(v: int, specialize: bool, align: bool) -> tuple[Key, int]:
 
 
 def _numpy_int(v: np.integer, specialize: bool, align: bool) -> tuple[Key, int]:
-    name = _POINTEE[v.dtype]
+    name = _pointee_of_numpy()[v.dtype]
     value = int(v)
     if specialize and value == 1:
         return ("constexpr", 1), value
@@ -237,7 +258,7 @@ def _float(v: float, specialize: bool, align: bool) -> tuple[Key, float]:
 
 
 def _numpy_float(v: np.floating, specialize: bool, align: bool) -> tuple[Key, object]:
-    name = _POINTEE.get(v.dtype, "fp32")
+    name = _pointee_of_numpy().get(v.dtype, "fp32")
     if name in ("fp32", "fp64"):  # np.float64 is a Python float: typed fp32, as Triton does
         return ("fp32", False), float(v)
     return (name, False), v
@@ -257,8 +278,8 @@ def _constexpr(v: tl.constexpr, specialize: bool, align: bool) -> tuple[Key, obj
 
 Handler = Callable[[object, bool, bool], tuple[Key, object]]
 _HANDLERS: dict[type, Handler] = {
-    np.ndarray: _array, int: _int, float: _float, bool: _bool, type(None): _none,
-    np.bool_: _bool, tl.constexpr: _constexpr, ReinterpretedTensor: _reinterpreted,
+    int: _int, float: _float, bool: _bool, type(None): _none, tl.constexpr: _constexpr,
+    ReinterpretedTensor: _reinterpreted,
 }  # fmt: skip
 
 
@@ -266,14 +287,18 @@ def _resolve(tp: type) -> Handler | None:
     """Find the handler for a type not seen before (checked once per type, then cached)."""
     if tp.__module__.split(".")[0] == "torch" and hasattr(tp, "data_ptr"):
         return _torch
-    if issubclass(tp, np.ndarray):
-        return _array
-    if issubclass(tp, (bool, np.bool_)):
+    np = sys.modules.get("numpy")  # without numpy loaded, no value is a numpy one
+    if np is not None:
+        if issubclass(tp, np.ndarray):
+            return _array
+        if issubclass(tp, np.bool_):
+            return _bool
+        if issubclass(tp, np.integer):
+            return _numpy_int
+        if issubclass(tp, np.floating):
+            return _numpy_float
+    if issubclass(tp, bool):
         return _bool
-    if issubclass(tp, np.integer):
-        return _numpy_int
-    if issubclass(tp, np.floating):
-        return _numpy_float
     if issubclass(tp, int):
         return _int
     if issubclass(tp, float):
@@ -329,13 +354,15 @@ def specialize(value, specialize: bool = True, align: bool = True) -> tuple[Key,
 def as_numpy(value) -> np.ndarray | None:
     """The numpy array (sharing memory) behind a CPU array argument; None for anything else
     (scalars, and GPU arrays, which have no numpy view)."""
+    import numpy as np
+
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, ReinterpretedTensor):
         base = as_numpy(value.base)
         if base is None:
             return None
-        typed = _NUMPY_OF[tl.signature_name(value.dtype)]
+        typed = _numpy_of_pointee()[tl.signature_name(value.dtype)]
         return base.view(typed) if typed.itemsize == base.itemsize else _reinterpreted(value, False, False)[1]
     handler = _HANDLERS.get(type(value)) or _resolve(type(value))
     if handler is _torch:
@@ -358,7 +385,7 @@ def writable_array(value):
 
 def snapshot(array):
     """A copy of an array `writable_array` returned (numpy or torch)."""
-    return array.copy() if isinstance(array, np.ndarray) else array.clone()
+    return array.clone() if hasattr(array, "clone") else array.copy()  # torch, else numpy
 
 
 def is_gpu_key(key: Key) -> bool:

@@ -12,10 +12,9 @@ import abc
 import functools
 import inspect
 import numbers
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from kernellab.language import core as tl
 
@@ -43,7 +42,8 @@ def unwrap_deep(value: Any) -> Any:
 def python_value(value: Any) -> Any:
     """A plain Python int/float/bool from a constexpr, numpy scalar or Python number."""
     value = unwrap(value)
-    return value.item() if isinstance(value, np.generic) else value
+    np = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is loaded
+    return value.item() if np is not None and isinstance(value, np.generic) else value
 
 
 def is_number(value: Any) -> bool:

@@ -3,7 +3,9 @@
 `ttng.warp_group_dot %a, %b, %c : !ttg.memdesc<...> * !ttg.memdesc<...> -> tensor<...>` is a
 dot on wgmma: the operands are read by the tensor cores straight from shared memory (through
 descriptors of their #ttg.nvmma_shared layouts), the accumulator is in an MMA v3 layout, and
-each group of 4 warps (a warp group) computes 64 rows of it. A may instead be a register tensor
+each group of 4 warps (a warp group) computes 64 rows of it. `maxNumImpreciseAcc = N` (fp8 only,
+from tl.dot's max_num_imprecise_acc): the tensor cores' reduced-precision sum runs over at most
+N of K before it is added into the fp32 accumulator. A may instead be a register tensor
 in `#ttg.dot_op<{opIdx = 0, parent = #mma}>` (a value the kernel computed, such as attention's
 probabilities, which then never goes through shared memory). With `isAsync` the dot only
 starts; `ttng.warp_group_dot_wait` says when its result (and its buffers) may be used.
@@ -56,15 +58,18 @@ class WarpGroupDotOp(IRDLOperation):
     d = result_def(T)
     input_precision = prop_def(StringAttr)
     is_async = opt_prop_def(UnitAttr, prop_name="isAsync")
+    max_num_imprecise_acc = opt_prop_def(IntegerAttr, prop_name="maxNumImpreciseAcc")
     traits = traits_def(MemoryReadEffect())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$a `,` $b `,` $c attr-dict `:` type($a) `*` type($b) `->` type($d)"
 
     def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, input_precision: str = "tf32",
-                 is_async: bool = False):  # fmt: skip
+                 is_async: bool = False, max_num_imprecise_acc: int = 0):  # fmt: skip
         props = {"input_precision": StringAttr(input_precision)}
         if is_async:
             props["isAsync"] = UnitAttr()
+        if max_num_imprecise_acc:
+            props["maxNumImpreciseAcc"] = IntegerAttr(max_num_imprecise_acc, i32)
         super().__init__(operands=[a, b, c], result_types=[c.type], properties=props)
 
 

@@ -628,7 +628,15 @@ class static_range:
 
 class range:
     """A runtime loop (`scf.for`) like Python's range, with Triton's pipelining hints:
-    `for k in tl.range(0, K, BLOCK_K, num_stages=3)`. Bounds may be runtime ints."""
+    `for k in tl.range(0, K, BLOCK_K, num_stages=3)`. Bounds may be runtime ints.
+
+    `num_stages` pipelines the loop's loads that many iterations deep. Triton's other hints are
+    accepted with their meaning and change no result: `warp_specialize=True` asks Triton to split
+    the loop's work between producer and consumer warp groups (Hopper and Blackwell), and
+    `flatten=True` to fuse the nest under this loop into one loop so that the pipeline runs on
+    across its iterations (tutorial 09's persistent matmul); kernellab does neither yet and
+    pipelines each innermost loop with a dot as usual. `loop_unroll_factor` is recorded on the
+    loop (`tt.loop_unroll_factor`), `disallow_acc_multi_buffer` is accepted."""
 
     def __init__(
         self,

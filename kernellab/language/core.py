@@ -390,6 +390,13 @@ class tensor:
         )
 
 
+class tensor_descriptor:
+    """A tensor descriptor inside a kernel: what `tl.make_tensor_descriptor` returns and what a
+    host `TensorDescriptor` argument is. Only the frontend creates them; kernels test for one
+    with `isinstance(x, tl.tensor_descriptor)` (decided at compile time), as Triton's tutorials
+    do to accept either a host descriptor or a plain pointer."""
+
+
 class KernelFunction:
     """A Python function written in the block language: the source the frontend compiles.
 

@@ -11,12 +11,14 @@ largest number of distinct words any bank must serve; 1 means conflict-free.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from kernellab.layouts.linear import LinearLayout
 from kernellab.layouts.shared import swizzled_shared
 from kernellab.layouts.vector import max_contiguous_registers
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NUM_BANKS = 32
 BANK_BYTES = 4
@@ -71,6 +73,8 @@ def analyze(
     reg_layout: LinearLayout, shared_layout: LinearLayout, elem_bytes: int, warp: int = 0
 ) -> SharedAccess:
     """Every access one warp makes to move its registers to or from `shared_layout`."""
+    import numpy as np  # loaded by the first kernel that stages data through shared memory
+
     layout = offsets(reg_layout, shared_layout)
     vec = access_vector(layout, elem_bytes)
     table = layout.table(("register", "lane"), warp=warp)  # [registers, lanes]

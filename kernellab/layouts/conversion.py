@@ -16,12 +16,15 @@ The kind of conversion follows from which deltas can be non-zero:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from kernellab.layouts.banks import SharedAccess, best_swizzle
 from kernellab.layouts.linear import LinearLayout
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _THREAD_DIMS = ("lane", "warp", "block")
 
@@ -74,6 +77,8 @@ class ConversionPlan:
 
     def _source(self):
         if self._tables is None:
+            import numpy as np
+
             by_dim = self.deltas.table_by_dim(("register", "lane", "warp"))
             delta = dict(zip(self.deltas.out_dims, by_dim))
             lanes = np.arange(self.dst.num_lanes)[None, :, None]
@@ -135,7 +140,7 @@ def conversion_plan(
         return ConversionPlan("noop", src, dst, deltas)
     if not (moved.get("warp") or moved.get("block")):
         return ConversionPlan("shuffle" if moved.get("lane") else "registers", src, dst, deltas)
-    elements = int(np.prod(src.out_shape, dtype=np.int64))
+    elements = math.prod(src.out_shape)
     if not suggest_swizzle:
         return ConversionPlan("shared", src, dst, deltas, elements)
     shared, (store, load) = best_swizzle([src, dst], elem_bytes)

@@ -16,11 +16,14 @@ Conventions:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from kernellab.layouts.gf2 import Span, span_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 HARDWARE_DIMS = ("register", "lane", "warp", "block")
 # in-dims sort in this order (others after, as given); offset is shared memory's "register"
@@ -183,6 +186,8 @@ class LinearLayout:
     def _packed_table(self, dims: Sequence[str], fixed: Mapping[str, int]) -> np.ndarray:
         """Packed outputs for every index of `dims` (array indexed in that order), with the
         other in-dims held at `fixed` (default 0). Built by doubling: one XOR per element."""
+        import numpy as np  # tables (the lab, shared-memory analyses), not the layout maps
+
         constant, base, columns = 0, 0, {}
         for name, bits in self._in_bits.items():
             columns[name] = self._columns[base : base + bits]
@@ -201,6 +206,8 @@ class LinearLayout:
 
     def table(self, dims: Sequence[str] | None = None, **fixed: int) -> np.ndarray:
         """Flat row-major output index for every index of `dims` (default: all in-dims)."""
+        import numpy as np
+
         return np.ascontiguousarray(self._packed_table(dims or self.in_dims, fixed))
 
     def table_by_dim(
@@ -291,7 +298,7 @@ class LinearLayout:
     ) -> LinearLayout:
         """Same flat row-major coordinates, viewed with out shape `shape` (what tt.reshape does)."""
         target = LinearLayout({}, shape, names)
-        if int(np.prod(shape, dtype=np.int64)) != int(np.prod(self.out_shape, dtype=np.int64)):
+        if math.prod(shape) != math.prod(self.out_shape):
             raise ValueError(f"cannot reshape out shape {self.out_shape} to {tuple(shape)}")
         bases, base = {}, 0
         for name, bits in self._in_bits.items():
@@ -300,7 +307,7 @@ class LinearLayout:
         return LinearLayout(bases, target.out_shape, target.out_dims)
 
     def flatten_outs(self, name: str = "dim0") -> LinearLayout:
-        return self.reshape_outs([int(np.prod(self.out_shape, dtype=np.int64))], [name])
+        return self.reshape_outs([math.prod(self.out_shape)], [name])
 
     def transpose_outs(self, names: Sequence[str]) -> LinearLayout:
         """The same map with its out-dims listed in the order `names` (nothing moves)."""

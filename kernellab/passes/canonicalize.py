@@ -10,15 +10,19 @@ of the rewrite engine, so the pass's record counts what fired.
 
 from __future__ import annotations
 
-import numpy as np
+import math
+
 from xdsl.dialects import scf
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
 from kernellab.ir import arith, tt
-from kernellab.passes.folding import constant_of, fold, materialize, splat_of
 from kernellab.passes.rewrite import Rewrites, pattern, rewrite_greedily
+from kernellab.passes.splats import splat_of
+
+# kernellab.passes.folding (numpy) is imported where a constant is made or all operands are
+# constants: a kernel with nothing to fold compiles without numpy.
 
 NAME = "canonicalize"
 
@@ -40,12 +44,17 @@ def _simplifying(rule):
         elif isinstance(result, SSAValue):
             rewriter.replace(op, [], [result])
         elif result is not None:
+            import numpy as np
+
             _replace_with_constant(op, np.asarray(result), rewriter)
 
     return apply
 
 
-def _replace_with_constant(op: Operation, value: np.ndarray, rewriter: PatternRewriter) -> None:
+def _replace_with_constant(op: Operation, value, rewriter: PatternRewriter) -> None:
+    """Replace `op` by a constant holding `value` (a numpy array)."""
+    from kernellab.passes.folding import materialize
+
     constant = materialize(value, op.results[0].type)
     constant.location = op.location
     rewriter.replace(op, constant)
@@ -54,6 +63,10 @@ def _replace_with_constant(op: Operation, value: np.ndarray, rewriter: PatternRe
 def _fold_constants(op: Operation, rewriter: PatternRewriter) -> None:
     if not op.operands or isinstance(op, arith.ConstantOp):
         return
+    if not all(isinstance(v.owner, arith.ConstantOp) for v in op.operands):
+        return
+    from kernellab.passes.folding import constant_of, fold
+
     args = [constant_of(v) for v in op.operands]
     if any(a is None for a in args):
         return
@@ -68,7 +81,7 @@ def _fold_constants(op: Operation, rewriter: PatternRewriter) -> None:
 def _is(value: SSAValue, number: float) -> bool:
     """`value` is a constant whose every element equals `number` (-0.0 distinct from 0.0)."""
     v = splat_of(value)
-    return v is not None and v == number and np.signbit(v) == np.signbit(number)
+    return v is not None and v == number and math.copysign(1.0, v) == math.copysign(1.0, number)
 
 
 def _either(op, number: float) -> SSAValue | None:
@@ -255,7 +268,7 @@ def _constant_if(op: scf.IfOp, rewriter: PatternRewriter) -> None:
 
 def _empty_for(op: scf.ForOp, rewriter: PatternRewriter) -> None:
     """scf.for whose constant bounds give no iteration: its results are its initial values."""
-    lb, ub = constant_of(op.lb), constant_of(op.ub)
+    lb, ub = splat_of(op.lb), splat_of(op.ub)
     if lb is not None and ub is not None and int(lb) >= int(ub):
         rewriter.replace(op, [], list(op.iter_args))
 

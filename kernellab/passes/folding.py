@@ -9,13 +9,16 @@ defined result (division by zero, out-of-range shifts and float→int conversion
 that would round twice) is not folded: `fold` returns None and the op stays.
 
 A splat constant is a 0-d array, so folding `dense<...> : tensor<128x128xf32>` costs one scalar.
+Rules that only need a constant's one value read it with `splats.splat_of`, without numpy; this
+module loads when all operands of an op are constants.
+ml_dtypes loads with the first bf16 or fp8 constant, so a kernel without them compiles without it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -37,22 +40,27 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from kernellab.ir import arith
 from kernellab.ir.tt import element_type, shape_of
+from kernellab.passes.splats import wrap_int
 
-_FLOAT_DTYPES = {
-    Float16Type: np.dtype(np.float16),
-    BFloat16Type: np.dtype(ml_dtypes.bfloat16),
-    Float32Type: np.dtype(np.float32),
-    Float64Type: np.dtype(np.float64),
-    Float8E4M3FNType: np.dtype(ml_dtypes.float8_e4m3fn),
-    Float8E5M2Type: np.dtype(ml_dtypes.float8_e5m2),
-    Float8E4M3FNUZType: np.dtype(ml_dtypes.float8_e4m3fnuz),
-    Float8E5M2FNUZType: np.dtype(ml_dtypes.float8_e5m2fnuz),
-}
+_NUMPY_FLOATS = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
+_ML_DTYPES_FLOATS = {
+    BFloat16Type: "bfloat16", Float8E4M3FNType: "float8_e4m3fn", Float8E5M2Type: "float8_e5m2",
+    Float8E4M3FNUZType: "float8_e4m3fnuz", Float8E5M2FNUZType: "float8_e5m2fnuz",
+}  # fmt: skip
 _INT_DTYPES = {1: np.int8, 8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
-_NARROW_FLOATS = {
-    _FLOAT_DTYPES[t]
-    for t in (Float16Type, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float8E4M3FNUZType, Float8E5M2FNUZType)
-}
+
+
+@functools.cache
+def _float_dtype(float_type: type) -> np.dtype | None:
+    """numpy dtype of an xDSL float type (bf16 and fp8 from ml_dtypes, imported here)."""
+    if float_type in _NUMPY_FLOATS:
+        return np.dtype(_NUMPY_FLOATS[float_type])
+    name = _ML_DTYPES_FLOATS.get(float_type)
+    if name is None:
+        return None
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 def storage_dtype(elem: Attribute) -> np.dtype | None:
@@ -60,7 +68,7 @@ def storage_dtype(elem: Attribute) -> np.dtype | None:
     if isinstance(elem, IntegerType):
         dtype = _INT_DTYPES.get(elem.width.data)
         return np.dtype(dtype) if dtype else None
-    return _FLOAT_DTYPES.get(type(elem))
+    return _float_dtype(type(elem))
 
 
 def width(t: Attribute) -> int:
@@ -86,7 +94,7 @@ def constant_of(value: SSAValue) -> np.ndarray | None:
         return None
     attr = op.value
     if isinstance(attr, IntegerAttr):
-        return np.array(_wrap_int(attr.value.data, width(value.type)), dtype)
+        return np.array(wrap_int(attr.value.data, width(value.type)), dtype)
     if isinstance(attr, FloatAttr):
         return np.array(attr.value.data).astype(dtype)
     if isinstance(attr, DenseIntOrFPElementsAttr):
@@ -95,14 +103,6 @@ def constant_of(value: SSAValue) -> np.ndarray | None:
             return np.frombuffer(data[:size], dtype).reshape(())
         return np.frombuffer(data, dtype).reshape(shape_of(value.type))
     return None
-
-
-def splat_of(value: SSAValue) -> int | float | None:
-    """The one element of a scalar or splat constant (None if not one)."""
-    array = constant_of(value)
-    if array is None or array.ndim:
-        return None
-    return array.item() if array.dtype.kind == "i" else float(array.astype(np.float64))
 
 
 def materialize(array: np.ndarray, type: Attribute) -> arith.ConstantOp:
@@ -120,11 +120,6 @@ def materialize(array: np.ndarray, type: Attribute) -> arith.ConstantOp:
 # ------------------------------------------------------------------------------ integers
 
 
-def _wrap_int(v: int, bits: int) -> int:
-    v %= 1 << bits
-    return v - (1 << bits) if v >= 1 << (bits - 1) else v
-
-
 def _signed(a: np.ndarray) -> np.ndarray:
     return a.astype(object)
 
@@ -135,7 +130,7 @@ def _unsigned(a: np.ndarray, bits: int) -> np.ndarray:
 
 def _to_storage(x: np.ndarray, t: Attribute) -> np.ndarray:
     bits = width(t)
-    wrapped = np.frompyfunc(lambda v: _wrap_int(int(v), bits), 1, 1)(x)
+    wrapped = np.frompyfunc(lambda v: wrap_int(int(v), bits), 1, 1)(x)
     return np.asarray(wrapped).astype(storage_dtype(element_type(t)))
 
 
@@ -195,7 +190,8 @@ def _cmpi(predicate: str, a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dtype in _NARROW_FLOATS else dtype
+    """The dtype a float op computes in: f32 for the narrow floats (f16, bf16, fp8)."""
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
 def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:

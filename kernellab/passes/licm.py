@@ -10,13 +10,11 @@ Each move is counted on a `Rewrites` (hoist-invariant).
 
 from __future__ import annotations
 
-import numpy as np
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator, is_side_effect_free
 
-from kernellab.passes.folding import constant_of
 from kernellab.passes.rewrite import Rewrites
 
 NAME = "licm"
@@ -70,5 +68,9 @@ _DIVISIONS = {
 def _cannot_fault(op: Operation) -> bool:
     if op.name not in _DIVISIONS:
         return True
+    import numpy as np
+
+    from kernellab.passes.folding import constant_of  # numpy: only for a division
+
     divisor = constant_of(op.operands[1])
     return divisor is not None and not any(np.any(divisor == bad) for bad in _DIVISIONS[op.name])

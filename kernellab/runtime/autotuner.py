@@ -16,24 +16,30 @@ or any Executor whose workers each own a device; the compiled code travels to th
 the compile pool, and when the devices differ in model each config is timed on each model and
 the best is chosen per model. Each config's row (`ConfigTiming`) is reported as it fills: a live
 table in a notebook, progress lines in a script (kernellab/testing/tuning.py).
+
+The pools (runtime/bench_pool.py, runtime/parallel_compile.py: multiprocessing, numpy) load when
+a kernel is first tuned, not when `@autotune` decorates it, so `import kernellab` stays quick.
 """
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
 import time
 import warnings
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Executor, as_completed, wait
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kernellab.backends.arguments import launch_device, normalize_grid, snapshot, specialize, writable_array
-from kernellab.compiler.binary import binary_of
-from kernellab.runtime.bench_pool import BenchJob, LaunchInputs, bench_job, new_inputs_key, with_inputs
+from kernellab.runtime.argument_trees import flatten_argument, is_structured
 from kernellab.runtime.jit import JITFunction, KernelInterface
-from kernellab.runtime.parallel_compile import CompileJob, KernelRef, compile_job, default_executor
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from kernellab.runtime.bench_pool import BenchJob, LaunchInputs
+    from kernellab.runtime.parallel_compile import CompileJob
 
 # Without a GPU the configs are compiled for this target to report their resources.
 RESOURCES_TARGET = "sm_90"
@@ -129,6 +135,28 @@ def _base_jit(fn) -> JITFunction:
     return fn
 
 
+def _pre_hook(config: Config, named: dict) -> None:
+    """Run the config's pre_hook before anything compiles or launches with it: it may set what
+    the compile reads, such as a host TensorDescriptor's block shape (tutorials 06 and 09)."""
+    if config.pre_hook:
+        config.pre_hook({**named, **config.all_kwargs()})
+
+
+def _call_prune(prune, configs: list[Config], named: dict, kwargs: dict):
+    """`early_config_prune(configs, named_args, **kwargs)` as Triton 3.3 and newer call it (the
+    launch's keyword arguments as keywords: tutorials 06 and 09 read `kwargs["N_CTX"]`), or
+    `(configs, named_args)` for a function written for older Triton, which takes no more."""
+    try:
+        signature = inspect.signature(prune)
+    except (TypeError, ValueError):  # no signature to read: call it as current Triton does
+        return prune(configs, named, **kwargs)
+    try:
+        signature.bind(configs, named, **kwargs)
+    except TypeError:
+        return prune(configs, named)
+    return prune(configs, named, **kwargs)
+
+
 def _named_args(fn: JITFunction, args: tuple, kwargs: dict) -> dict:
     """Parameter name → value for the arguments given (defaults filled in)."""
     binder = fn.binder
@@ -179,6 +207,8 @@ class Autotuner(KernelInterface):
         params = self.base.binder.names
         for name in key:
             if name not in self.base.binder.index:
+                import difflib
+
                 close = difflib.get_close_matches(name, params, n=1)
                 warnings.warn(
                     f"autotune: key names {name!r}, which is not a parameter of "
@@ -200,10 +230,15 @@ class Autotuner(KernelInterface):
                 key.append(str(array.dtype))
         return tuple(key)
 
-    def _prune(self, named: dict) -> list[Config]:
+    def _prune(self, named: dict, kwargs: dict) -> list[Config]:
         configs = self.configs
         if self.early_config_prune:
-            configs = list(self.early_config_prune(configs, named))
+            configs = list(_call_prune(self.early_config_prune, configs, named, kwargs))
+            if not configs:
+                raise ValueError(
+                    f"autotune: early_config_prune left no config of {self.base.__name__} for "
+                    "this launch; keep at least one"
+                )
         if self.perf_model and self.top_k:
             top_k = self.top_k if self.top_k >= 1 else int(len(configs) * self.top_k)
             est = {c: self.perf_model(**named, **c.all_kwargs()) for c in configs}
@@ -221,8 +256,7 @@ class Autotuner(KernelInterface):
             for name in self.reset_to_zero:
                 if arrays[name] is not None:
                     arrays[name][...] = 0
-            if config.pre_hook:
-                config.pre_hook({**named, **config.all_kwargs()})
+            _pre_hook(config, named)
             self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
             for name, copy in saved.items():
                 arrays[name][...] = copy
@@ -243,9 +277,12 @@ class Autotuner(KernelInterface):
             key = self._tuning_key(named)
             if key not in self.cache:
                 start = time.perf_counter()
-                pruned = self._prune(named)
+                pruned = self._prune(named, kwargs)
                 if warmup:
-                    return [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs()) for c in pruned]
+                    return [
+                        _pre_hook(c, named) or self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs())
+                        for c in pruned
+                    ]
                 self.cache[key] = self._tune(pruned, args, kwargs, grid, named)
                 if os.environ.get("KERNELLAB_PRINT_AUTOTUNING") == "1":
                     print(
@@ -256,8 +293,7 @@ class Autotuner(KernelInterface):
         else:
             config = configs[0]
         self.best_config = config
-        if config.pre_hook:
-            config.pre_hook({**named, **config.all_kwargs()})
+        _pre_hook(config, named)
         return self.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
 
     # -- tuning ----------------------------------------------------------------------------------
@@ -317,6 +353,7 @@ class Autotuner(KernelInterface):
         show()
         try:
             if row.compile_seconds is None:  # not compiled ahead: compile here, timed
+                _pre_hook(row.config, named)
                 start = time.perf_counter()
                 self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
                 row.compile_seconds = time.perf_counter() - start
@@ -334,9 +371,17 @@ class Autotuner(KernelInterface):
         """Where the launch runs ("interpreter" or the GPU), the target compiled for, and the
         GPU's index (None on the interpreter)."""
         binder = self.base.binder
-        runtime = [n for n, const in zip(binder.names, binder.is_constexpr) if not const and n in named]
-        keys = [specialize(named[n])[0] for n in runtime]
-        device = launch_device(keys, runtime)
+        names, keys = [], []
+        for name, const in zip(binder.names, binder.is_constexpr):
+            if const or name not in named:
+                continue
+            value = named[name]
+            # a tuple or descriptor argument: where its arrays live
+            leaves = flatten_argument(value)[1] if is_structured(value) else [value]
+            for leaf in leaves:
+                names.append(name)
+                keys.append(specialize(leaf)[0])
+        device = launch_device(keys, names)
         if device is None:
             return "interpreter", RESOURCES_TARGET, None
         from kernellab.backends.nvidia.driver import device_info
@@ -374,6 +419,8 @@ class Autotuner(KernelInterface):
         `target`, and for each other GPU model of the pool, for that model's target. Empty where
         the kernel is wrapped in heuristics (their values are known only at launch) or the build
         can't compile for a GPU."""
+        from kernellab.runtime.parallel_compile import CompileJob, KernelRef
+
         base = self.base
         if self.fn is not base or not _nvidia_available():
             return []
@@ -383,6 +430,7 @@ class Autotuner(KernelInterface):
             job_target = models.get(row.model) or target
             key = (id(row.config), job_target)
             if key not in plan:
+                _pre_hook(row.config, _named_args(base, args, kwargs))
                 bound = base.binder.bind(args, {**kwargs, **row.config.all_kwargs()})
                 signature, constexprs, attrs = base.binder.compile_args(bound)
                 options = dict(bound.options)
@@ -397,7 +445,10 @@ class Autotuner(KernelInterface):
         shipped binaries by row id. A config whose GPU compile fails is dropped when the launch
         runs on that GPU (the launch then finds each compile in the disk cache); on the
         interpreter it is still timed (only its resources are missing)."""
+        from concurrent.futures import as_completed
+
         from kernellab.backends.nvidia.limits import occupancy
+        from kernellab.runtime.parallel_compile import compile_job, default_executor
 
         executor = self.compile_executor
         own = executor is None and default_executor(len(plan))
@@ -436,6 +487,8 @@ class Autotuner(KernelInterface):
     def _time_on_pool(self, rows, binaries: dict, args, kwargs, grid, named: dict, show) -> list[Exception]:
         """Time the rows on the bench executor, `bench_workers` at a time: each job carries the
         config's compiled code; the launch's arguments go to each worker once (it asks)."""
+        from kernellab.runtime.bench_pool import LaunchInputs
+
         errors: list[Exception] = []
         queue = deque(self._bench_jobs(rows, binaries, args, kwargs, grid, named, errors))
         inputs = LaunchInputs(named)
@@ -447,6 +500,9 @@ class Autotuner(KernelInterface):
 
     def _bench_jobs(self, rows, binaries: dict, args, kwargs, grid, named: dict, errors: list) -> list[BenchJob]:
         """A timing job per row that compiled (the arguments stay out: see _run_jobs)."""
+        from kernellab.compiler.binary import binary_of
+        from kernellab.runtime.bench_pool import BenchJob, new_inputs_key
+
         do_bench = None if self.do_bench is _median_wall_clock else self.do_bench
         inputs_key, jobs = new_inputs_key(), []
         for i, row in enumerate(rows):
@@ -455,6 +511,7 @@ class Autotuner(KernelInterface):
             try:
                 binary = binaries.get(id(row))
                 if binary is None:  # the code this process would launch: compiled (or found) here
+                    _pre_hook(row.config, named)
                     start = time.perf_counter()
                     ck = self.fn.run(*args, grid=grid, warmup=True, **kwargs, **row.config.all_kwargs())
                     row.compile_seconds = row.compile_seconds or time.perf_counter() - start
@@ -474,6 +531,10 @@ class Autotuner(KernelInterface):
         """Submit the jobs, keep `bench_workers` in flight, fill each row as its report comes.
         A worker new to this launch asks for the arguments: it gets them in shared memory, or
         inline when it can't map this host's (`needs_inline`)."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        from kernellab.runtime.bench_pool import bench_job, with_inputs
+
         pool, running = self.bench_executor, {}
 
         def start(job: BenchJob) -> None:

@@ -6,10 +6,11 @@ device), and looks the key up in an in-memory cache of compiled kernels; only a 
 (through the disk cache for GPU targets). The binder is built once per function from its
 signature.
 
-Repeated GPU launches take a warm path (`Binder.fast`): one loop over the arguments builds a
-flat key (type dispatch by `type(value)`, a tensor's dtype, device and `data_ptr() % 16`), one
-dict lookup finds the launch made for it the first time, and that launch packs the arguments
-into a preallocated buffer and calls the driver once (backends/nvidia/launcher.py).
+Repeated GPU launches take a warm path (`Binder.fast`): code generated once per call shape
+builds a key parameter by parameter (type dispatch by `value.__class__`, a tensor's dtype,
+device and `data_ptr() % 16`), one dict lookup finds the launch made for it the first time, and
+that launch packs the arguments into a preallocated buffer and calls the driver once
+(backends/nvidia/launcher.py).
 
 Where a launch runs follows from its arrays: CPU arrays (numpy, torch CPU tensors) run on the
 interpreter; torch CUDA tensors and `__cuda_array_interface__` objects compile for the GPU they
@@ -19,6 +20,7 @@ two is an error that names the arguments.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import os
@@ -55,10 +57,10 @@ _MISSING = inspect.Parameter.empty
 GPU_ERRORS = (CudaError, OutOfResources)
 _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
 
-# Per-parameter kinds of the fast binder: 0 for a constexpr, else the flags of a runtime
-# argument, 1 = specialize on 16-byte alignment / divisibility, 2 = specialize on the value 1
-# (Binder.fast tests them as literals: `kind & 1`, `kind & 2`, `kind == 3`).
-_CONST, _ALIGN, _SPECIALIZE = 0, 1, 2
+# Per-parameter kinds of the fast binder: -1 for a constexpr, else the flags of a runtime
+# argument (0 when both are off), 1 = specialize on 16-byte alignment / divisibility, 2 =
+# specialize on the value 1 (Binder._generate folds them into the code it writes).
+_CONST, _ALIGN, _SPECIALIZE = -1, 1, 2
 # Markers of the fast key (see Binder.fast): scalars' specializations.
 _K_ONE, _K_I32, _K_I32_16, _K_FP32, _K_I1, _K_NONE = "=1", "i32", "i32%16", "fp32", "i1", "None"
 
@@ -118,7 +120,7 @@ class Binder:
             _CONST if const else (_SPECIALIZE if spec else 0) | (_ALIGN if align else 0)
             for const, spec, align in zip(self.is_constexpr, self.specialize, self.align)
         )
-        self._plans: dict[tuple, tuple | bool] = {}
+        self._plans: dict[tuple, object] = {}  # call shape → its `fast` (see _plan), or False
         self._tail_defaults = tuple(
             (name, d.value if isinstance(d, tl.constexpr) else d) for name, d in zip(self.names, self.defaults)
         )
@@ -204,70 +206,17 @@ class Binder:
         """The warm path's binding: `(key, runtime args)`, or None when an argument needs the
         full `bind` (numpy arrays, CPU tensors, large ints, tl.constexpr objects, ...).
 
-        The key is flat, parameter by parameter: a constexpr adds its type and value, a torch
-        CUDA tensor its dtype, device and 16-byte alignment, a scalar one marker of its
-        specialization; the launch options come last. The parameters' kinds are fixed, so the
-        key reads back unambiguously, and equal keys mean equal `bind` keys: a key seen before
-        maps straight to a launch. This runs on every launch: plain loops and dict lookups.
+        The key holds, parameter by parameter, a constexpr's type and value, a torch CUDA
+        tensor's dtype, device and 16-byte alignment, a scalar's specialization marker; the
+        launch options come last. The parameters' kinds are fixed, so equal keys mean equal
+        `bind` keys: a key seen before maps straight to a launch. This runs on every launch,
+        so each call shape (number of positional arguments, keyword names) gets its own
+        function, generated once by `_plan` with the loop over the parameters unrolled.
         """
         plan = self._plans.get((len(args), *kwargs))
         if plan is None:
             plan = self._plan(len(args), tuple(kwargs))
-        if not plan:
-            return None
-        kinds, tail, options = plan
-        if tail is None:  # a later parameter that is not a constexpr: bind them all in order
-            values = self.values(args, kwargs)
-            if values is None:
-                return None
-            kinds, tail = self._kinds, ()
-        else:
-            values = args
-        key = []
-        runtime = []
-        tensors = TENSOR_TYPES
-        for value, kind in zip(values, kinds):
-            tp = value.__class__
-            if tp in tensors and kind:
-                device = value.get_device()
-                if device < 0:  # a CPU tensor: the interpreter
-                    return None
-                ptr = value.data_ptr()
-                key += (value.dtype, device, kind & 1 and not ptr & 15)
-                runtime.append(ptr)
-            elif not kind:  # a constexpr
-                if tp is tl.constexpr:
-                    return None
-                key += (tp, value)
-            elif tp is int:
-                if value == 1 and kind & 2:
-                    key.append(_K_ONE)
-                elif -0x80000000 <= value <= 0x7FFFFFFF:
-                    key.append(_K_I32_16 if kind == 3 and not value & 15 else _K_I32)
-                    runtime.append(value)
-                else:
-                    return None
-            elif tp is float:
-                key.append(_K_FP32)
-                runtime.append(value)
-            elif tp is bool:
-                key.append(_K_I1)
-                runtime.append(value)
-            elif value is None:
-                key.append(_K_NONE)
-            elif fast_class(tp) == FAST_TENSOR:  # a tensor class not seen before
-                return self.fast(args, kwargs)
-            else:
-                return None
-        for name, default in tail:  # constexprs after the positional arguments
-            value = kwargs.get(name, default)
-            tp = value.__class__
-            if value is _MISSING or tp is tl.constexpr:
-                return None
-            key += (tp, value)
-        if options:
-            key.append(tuple([(name, _option_key(kwargs[name])) for name in options]))
-        return tuple(key), runtime
+        return plan(args, kwargs) if plan else None
 
     def values(self, args: tuple, kwargs: dict):
         """Every parameter's value in order (defaults filled in), or None when a call needs
@@ -275,8 +224,11 @@ class Binder:
         plan = self._plans.get((len(args), *kwargs))
         if plan is None:
             plan = self._plan(len(args), tuple(kwargs))
-        if not plan:
-            return None
+        return self._fill(args, kwargs) if plan else None
+
+    def _fill(self, args: tuple, kwargs: dict):
+        """`values` for a call shape known to bind: the positional arguments, then each later
+        parameter from `kwargs` or its default (None when one has neither)."""
         values = list(args)
         for name, default in self._tail_defaults[len(args) :]:
             value = kwargs.get(name, default)
@@ -286,10 +238,9 @@ class Binder:
         return values
 
     def _plan(self, nargs: int, names: tuple):
-        """How `fast` completes a call with `nargs` positional arguments and keyword `names`:
-        (the kinds of the positional arguments, the later parameters as (name, default) when all
-        are constexprs else None, the launch options given), or False when such a call needs
-        `bind` (too many arguments, unknown or repeated names)."""
+        """The warm-path binder of calls with `nargs` positional arguments and keyword `names`
+        (see `_generate`), or False when such a call needs `bind` (too many arguments,
+        unknown or repeated names, a parameter named like a launch option)."""
         plan = False
         n = len(self.names)
         positional = set(self.names[:nargs])
@@ -299,13 +250,85 @@ class Binder:
             unknown = set(names) - set(params) - set(options)
             overlap = set(params) & OPTION_NAMES  # a parameter named like an option: bind decides
             if not unknown and not overlap:
-                tail = self._tail_defaults[nargs:]
-                if not all(self.is_constexpr[nargs:]):
-                    tail = None
-                plan = (self._kinds[:nargs], tail, options)
-        if len(self._plans) < 64:
-            self._plans[(nargs, *names)] = plan
+                # the later parameters as (name, default) when all are constexprs, else None
+                tail = self._tail_defaults[nargs:] if all(self.is_constexpr[nargs:]) else None
+                plan = self._generate(nargs, tail, options)
+        if len(self._plans) >= 64:  # bounded: the oldest call shape makes room
+            self._plans.pop(next(iter(self._plans)), None)  # another thread may have dropped it
+        self._plans[(nargs, *names)] = plan
         return plan
+
+    def _generate(self, nargs: int, tail, options: tuple):
+        """`fast` for one call shape, as straight-line Python: per parameter, the branch for
+        each type it may take with the kind's flags folded in. `tail` None: some parameter
+        after the positional ones is not a constexpr, so every value is bound in order first.
+
+        The key is one flat tuple of fixed length: three entries per runtime parameter (a
+        tensor's dtype, device and alignment, or a scalar's marker and two Nones), two per
+        constexpr (its type and value), then the options."""
+        lines = ["def fast(args, kwargs):", " rt = []"]
+        if tail is None:
+            lines += [" values = bind_values(args, kwargs)", " if values is None:", "  return None"]
+            source, kinds, tail = "values", self._kinds, ()
+        else:
+            source, kinds = "args", self._kinds[:nargs]
+        if kinds:
+            lines.append(f" {', '.join(f'a{i}' for i in range(len(kinds)))}, = {source}")
+        key = []
+        for i, kind in enumerate(kinds):
+            v, k, e, f = f"a{i}", f"k{i}", f"e{i}", f"f{i}"
+            if kind == _CONST:
+                lines += [f" {k} = {v}.__class__", f" if {k} is constexpr:", "  return None"]
+                key += [k, v]
+                continue
+            key += [k, e, f]
+            aligned = "not p & 15" if kind & _ALIGN else "False"
+            lines += [
+                f" c = {v}.__class__",
+                " if c in tensors:",
+                f"  {e} = {v}.get_device()",
+                f"  if {e} < 0:  # a CPU tensor: the interpreter",
+                "   return None",
+                f"  p = {v}.data_ptr()",
+                f"  {k} = {v}.dtype",
+                f"  {f} = {aligned}",
+                "  rt.append(p)",
+                " elif c is int:",
+            ]
+            if kind & _SPECIALIZE:
+                lines += [f"  if {v} == 1:", f"   {k} = K_ONE", f"  elif -0x80000000 <= {v} <= 0x7FFFFFFF:"]
+            else:
+                lines += [f"  if -0x80000000 <= {v} <= 0x7FFFFFFF:"]
+            marker = f"K_I32 if {v} & 15 else K_I32_16" if kind == _ALIGN | _SPECIALIZE else "K_I32"
+            lines += [
+                f"   {k} = {marker}", f"   rt.append({v})", "  else:", "   return None",
+                f"  {e} = {f} = None",
+                " elif c is float:", f"  {k} = K_FP32", f"  {e} = {f} = None", f"  rt.append({v})",
+                " elif c is bool:", f"  {k} = K_I1", f"  {e} = {f} = None", f"  rt.append({v})",
+                f" elif {v} is None:", f"  {k} = K_NONE", f"  {e} = {f} = None",
+                " elif fast_class(c) == FAST_TENSOR:  # a tensor class not seen before",
+                "  return retry(args, kwargs)",
+                " else:", "  return None",
+            ]  # fmt: skip
+        names = {}
+        for j, (name, default) in enumerate(tail):  # constexprs after the positional arguments
+            names[f"d{j}"] = default
+            lines += [
+                f" u{j} = kwargs.get({name!r}, d{j})", f" t{j} = u{j}.__class__",
+                f" if u{j} is MISSING or t{j} is constexpr:", "  return None",
+            ]  # fmt: skip
+            key += [f"t{j}", f"u{j}"]
+        if options:
+            key.append("(" + "".join(f"({name!r}, option_key(kwargs[{name!r}])), " for name in options) + ")")
+        lines.append(f" return ({''.join(k + ', ' for k in key)}), rt")
+        namespace = {
+            "bind_values": self._fill, "retry": self.fast, "constexpr": tl.constexpr,
+            "tensors": TENSOR_TYPES, "fast_class": fast_class, "FAST_TENSOR": FAST_TENSOR,
+            "MISSING": _MISSING, "option_key": _option_key, "K_ONE": _K_ONE, "K_I32": _K_I32,
+            "K_I32_16": _K_I32_16, "K_FP32": _K_FP32, "K_I1": _K_I1, "K_NONE": _K_NONE, **names,
+        }  # fmt: skip
+        exec(builtins.compile("\n".join(lines), f"<kernellab fast binder of {self.fn_name}>", "exec"), namespace)
+        return namespace["fast"]
 
     def _bind_keywords(self, values: list, kwargs: dict, options: dict) -> None:
         for name, value in kwargs.items():
@@ -398,7 +421,7 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         self.where: dict[tuple, tuple[int, bool] | None] = {}  # key → (GPU index, torch stream?)
         # warm path: Binder.fast's key → (launch(runtime args, gx, gy, gz), CompiledKernel)
         self._launches: dict[tuple, tuple] = {}
-        self._fast = self.binder.fast
+        self._plans = self.binder._plans
         # the globals the code read when first compiled (cache.GlobalRead), checked at launch
         self._reads: tuple | None = None
 
@@ -416,7 +439,10 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         (Binder.fast), one dict lookup, one launch; anything else goes through `_slow`."""
         if ENTER_HOOKS:  # a profiler listens: every launch goes through `_slow`, which tells it
             return self._slow(grid, args, kwargs, False)
-        fast = self._fast(args, kwargs)
+        plan = self._plans.get((len(args), *kwargs))  # Binder.fast, inlined
+        if plan is None:
+            plan = self.binder._plan(len(args), tuple(kwargs))
+        fast = plan(args, kwargs) if plan else None
         if fast is not None:
             try:
                 entry = self._launches.get(fast[0])

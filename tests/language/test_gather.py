@@ -5,7 +5,8 @@ gfx942), on the CPU backend and, marked gpu, on a GPU, comparing every array wit
 interpreter. Inputs are fresh random values, outputs start poisoned, and every element is
 compared exactly (a gather moves values, it computes none). The rest checks what only one
 place can: the interpreter's error for an index out of range, the frontend's errors, and the
-shape of the code (one shared-memory round trip, one load per result element).
+shape of the code (one shared-memory round trip, one load per result element; or, where each
+warp holds whole rows of the source, warp shuffles and no shared memory).
 """
 
 import re
@@ -74,7 +75,10 @@ def test_gather_1d(launch, rng, dtype, n, i, num_warps):
      ("float16", 1, 8, 64, 16, 1), ("float16", 0, 64, 4, 32, 4),
      ("int32", 0, 32, 16, 64, 8), ("int32", 1, 1, 64, 128, 2),
      ("int8", 1, 16, 16, 4, 2), ("int8", 0, 4, 64, 128, 4),
-     ("int64", 0, 4, 128, 4, 8), ("int64", 1, 32, 8, 32, 1)],
+     ("int64", 0, 4, 128, 4, 8), ("int64", 1, 32, 8, 32, 1),
+     # source and index of one shape: gathered within warps (warp shuffles)
+     ("float32", 1, 16, 32, 32, 4), ("float16", 1, 8, 64, 64, 2), ("int64", 1, 4, 32, 32, 1),
+     ("int8", 1, 64, 16, 16, 4), ("float32", 0, 32, 16, 32, 1)],
 )  # fmt: skip
 def test_gather_2d(launch, rng, dtype, axis, m, n, i, num_warps):
     src = random_array(rng, (m, n), NP_DTYPES[dtype])
@@ -200,3 +204,44 @@ def test_cpu_gather_is_one_loop():
     )  # fmt: skip
     llir = ck.asm["llir"]
     assert llir.count("gather.exit:") == 1 and "masked.gather" not in llir
+
+
+@kl.jit
+def gather_rows(src_ptr, idx_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    """Each row permuted by its own indices: source, index and result of one shape."""
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(out_ptr + offs, tl.gather(tl.load(src_ptr + offs), tl.load(idx_ptr + offs), 1))
+
+
+def test_row_gathers_stay_within_warps(launch, rng):
+    m, n = 16, 32
+    src = random_array(rng, (m, n), np.float32)
+    index = _indices(rng, n, (m, n))
+    out = poison((m, n), src.dtype)
+    launch(gather_rows, (1,), src, index, out, M=m, N=n)
+    assert_equal(out, np.take_along_axis(src, index, 1))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90", "gfx942"])
+def test_row_gathers_use_warp_shuffles_and_no_shared_memory(target):
+    """The loads' coalesced layout (4 elements of a row per thread, a row in 8 lanes) keeps
+    every row in one warp, so the gather follows it (no conversion) and fetches each element
+    from its lane: four candidate registers, four shuffles per element."""
+    from kernellab.backends.nvidia.cubin import ToolchainUnavailableError
+
+    aligned = {name: {"tt.divisibility": 16} for name in ("src_ptr", "idx_ptr", "out_ptr")}
+    try:
+        ck = kl.compile(
+            gather_rows, signature="*fp32,*i32,*fp32", constexprs=dict(M=16, N=32), target=target,
+            attrs=aligned,
+        )  # fmt: skip
+    except ToolchainUnavailableError as e:
+        pytest.skip(f"no PTX assembler: {e}")
+    assert "ttg.convert_layout" not in ck.asm["ttgir"]
+    assert ck.metadata["shared"] == 0
+    if target.startswith("sm_"):
+        ptx = ck.asm["ptx"]
+        assert len(re.findall(r"shfl\.sync\.idx", ptx)) == 16  # 4 elements x 4 candidates
+        assert "ld.shared" not in ptx and "bar.sync" not in ptx
+    else:
+        assert "ds_bpermute" in ck.asm["amdgcn"]

@@ -135,6 +135,72 @@ def test_tensor_descriptor_checks_its_shapes():
         TensorDescriptor.from_tensor(np.zeros((8, 8)), [8, 6])
 
 
+def test_tensor_descriptor_fields_can_be_set_after_construction():
+    """As in Triton, a descriptor made with a placeholder block gets its real block shape
+    later (an autotuner's pre_hook sets it per config); every assignment is checked."""
+    desc = TensorDescriptor.from_tensor(np.zeros((8, 8)), [1, 1])
+    desc.block_shape = [8, 4]
+    assert desc.block_shape == (8, 4)
+    with pytest.raises(ValueError, match="powers of two"):
+        desc.block_shape = [8, 3]
+    with pytest.raises(ValueError, match="one entry per dim"):
+        desc.block_shape = [8]
+    with pytest.raises(ValueError, match='"zero" or "nan"'):
+        desc.padding = "one"
+
+
+@kl.jit
+def _descriptor_of(desc_or_ptr, shape, strides, block_shape):
+    """Tutorial 06's helper: a descriptor argument as it is, a pointer made into one."""
+    if isinstance(desc_or_ptr, tl.tensor_descriptor):
+        return desc_or_ptr
+    else:
+        return tl.make_tensor_descriptor(desc_or_ptr, shape, strides, block_shape)
+
+
+@kl.jit
+def descriptor_or_pointer_kernel(src, dst, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = _descriptor_of(src, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = _descriptor_of(dst, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    dst.store([i, j], src.load([i, j]) * 2 - 1)
+
+
+@pytest.mark.parametrize("host_descriptors", [False, True])
+def test_isinstance_tensor_descriptor_takes_either_path(launch, rng, host_descriptors):
+    a = random_array(rng, (50, 70), np.float32)
+    b = poison((50, 70), np.float32)
+    if host_descriptors:
+        # a 1x1 placeholder block, set later as tutorial 06's pre_hook does
+        src, dst = TensorDescriptor.from_tensor(a, [1, 1]), TensorDescriptor.from_tensor(b, [1, 1])
+        src.block_shape = dst.block_shape = [16, 32]
+    else:
+        src, dst = a, b
+    launch(descriptor_or_pointer_kernel, (4, 3), src, dst, 50, 70, BM=16, BN=32)
+    assert_equal(b, a * 2 - 1)
+
+
+@kl.jit
+def _scaled_rows(x, offs: tl.constexpr, scale: tl.constexpr):
+    return x * scale + offs
+
+
+@kl.jit
+def constexpr_annotated_helper_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    # a tensor for a parameter annotated tl.constexpr: a runtime parameter, as in Triton
+    # (tutorial 06 passes its offs_m and offs_n so); the constant stays a constant
+    tl.store(out_ptr + offs, _scaled_rows(tl.load(x_ptr + offs), offs, 3))
+
+
+def test_a_tensor_passed_to_a_constexpr_parameter_of_a_helper(launch, rng):
+    x = random_array(rng, 64, np.float32)
+    out = poison(64, np.float32)
+    launch(constexpr_annotated_helper_kernel, (1,), x, out, BLOCK=64)
+    assert_close(out, f64(x) * 3 + np.arange(64), rtol=2**-22, atol=2**-20)  # two fp32 roundings
+
+
 @kl.jit
 def _put(ptr, value):
     tl.store(ptr, value)

@@ -63,7 +63,7 @@ def test_best_config_is_cached_per_key():
 def test_the_fastest_config_wins(times):
     """Timed by a clock that says how long each BLOCK takes: the fastest must be chosen (each
     config is the fastest in one case, so no fixed choice passes), and the launch uses it."""
-    launched = []  # the BLOCK of each launch, in order (the pre-hook sees every launch)
+    launched = []  # the BLOCK of each compile and launch, in order (the pre-hook sees each)
     configs = [kl.Config({"BLOCK": b}, pre_hook=lambda args: launched.append(args["BLOCK"])) for b in times]
 
     def clock(launch, warmup, rep):
@@ -77,7 +77,8 @@ def test_the_fastest_config_wins(times):
     fastest = min(times, key=times.get)
     assert kernel.best_config.kwargs["BLOCK"] == fastest
     assert {c.kwargs["BLOCK"]: t for c, t in kernel.configs_timings.items()} == times
-    assert launched == [*times, fastest]  # each config timed once, then the launch with the winner
+    # each config compiled and timed once (its pre_hook runs before both), then the winner's launch
+    assert launched == [b for b in times for _ in range(2)] + [fastest]
     np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)  # one launch's effect
 
 
@@ -107,6 +108,54 @@ def test_pruning_limits_the_configs_timed():
     kernel[grid](x, out, 100)
     assert list(kernel.configs_timings) == [configs[0]]
     np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
+
+
+def test_pruning_gets_the_launch_keywords_as_triton_passes_them():
+    """Triton 3.3+ calls `early_config_prune(configs, named_args, **kwargs)` with the launch's
+    keyword arguments (tutorial 06 reads `kwargs["N_CTX"]`); two-argument functions written for
+    older Triton still get `(configs, named_args)`."""
+    configs = CONFIGS + [kl.Config({"BLOCK": 128})]
+    seen = []
+
+    def prune(configs, named_args, **kwargs):
+        seen.append((sorted(named_args), kwargs))
+        return [c for c in configs if c.kwargs["BLOCK"] <= kwargs["n"]]
+
+    kernel = kl.autotune(configs, key=["n"], restore_value=["out_ptr"],
+                         prune_configs_by={"early_config_prune": prune})(accumulate_kernel())  # fmt: skip
+    x, out = inputs(100)
+    before = out.copy()
+    kernel[grid](x, out, n=100)
+    assert seen == [(["n", "out_ptr", "x_ptr"], {"n": 100})]
+    assert set(kernel.configs_timings) == set(CONFIGS)  # 128 > n was pruned
+    np.testing.assert_allclose(out, before.astype(np.float64) + x, rtol=1e-6)
+    with pytest.raises(ValueError, match="early_config_prune left no config"):
+        kernel[grid](x, out, n=16)
+
+
+def _set_block(nargs):
+    nargs["src"].block_shape = nargs["dst"].block_shape = [nargs["BLOCK"]]
+
+
+@kl.jit
+def descriptor_copy(src, dst, BLOCK: tl.constexpr):
+    offset = tl.program_id(0) * BLOCK
+    dst.store([offset], src.load([offset]) * 3)
+
+
+def test_pre_hooks_run_before_each_config_compiles():
+    """A config's pre_hook may set what its compile reads, as tutorials 06 and 09 set a host
+    descriptor's block shape from a placeholder: it runs before every compile and launch."""
+    from kernellab.tools.tensor_descriptor import TensorDescriptor
+
+    configs = [kl.Config({"BLOCK": b}, pre_hook=_set_block) for b in (16, 64)]
+    kernel = kl.autotune(configs, key=["n"])(descriptor_copy)
+    x = inputs(200)[0]
+    out = np.full_like(x, np.nan)
+    src, dst = TensorDescriptor.from_tensor(x, [1]), TensorDescriptor.from_tensor(out, [1])
+    kernel[lambda meta: (kl.cdiv(200, meta["BLOCK"]),)](src, dst)
+    np.testing.assert_array_equal(out, x * 3)
+    assert set(kernel.configs_timings) == set(configs) and dst.block_shape == (kernel.best_config.kwargs["BLOCK"],)
 
 
 def test_tuned_meta_parameters_cannot_also_be_passed():

@@ -64,6 +64,11 @@ def nospec_kernel(x_ptr, n, scale, flag, y_ptr, BLOCK: tl.constexpr, ACT: tl.con
     pass
 
 
+@kl.jit(do_not_specialize=["n", "x_ptr"], do_not_specialize_on_alignment=["n", "x_ptr"])
+def unspecialized_kernel(x_ptr, n, scale, flag, y_ptr, BLOCK: tl.constexpr, ACT: tl.constexpr = "none"):
+    pass
+
+
 def _random_value(rng, slot):
     if slot in ("x_ptr", "y_ptr"):
         return rng.choice([
@@ -82,7 +87,9 @@ def _random_value(rng, slot):
     return rng.choice(["none", "relu", 1])
 
 
-@pytest.mark.parametrize("kernel", [spec_kernel, nospec_kernel], ids=["specialized", "do_not_specialize"])
+@pytest.mark.parametrize(
+    "kernel", [spec_kernel, nospec_kernel, unspecialized_kernel], ids=["specialized", "do_not_specialize", "neither"]
+)
 def test_fast_keys_agree_with_bind(kernel):
     """Two calls share a fast key exactly when they share a bind key, with the same runtime args."""
     rng = random.Random()
@@ -280,3 +287,24 @@ def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_ker
         (0xF00D, (5, 1, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [x.ptr, y.ptr, out.ptr, 80], None),
         (0xF00D, (2, 2, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [y.ptr, x.ptr, out.ptr, 96], None),
     ]
+
+
+@kl.jit
+def many_constexprs_kernel(x_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, D: tl.constexpr, E: tl.constexpr):
+    pass
+
+
+def test_call_shapes_past_the_plan_tables_size_still_bind():
+    """Each order of keyword names is its own call shape; past 64 of them the oldest is dropped
+    (the table stays bounded) and every call still gets the key bind agrees with."""
+    binder = many_constexprs_kernel.binder
+    t = FakeTensor(0x7F0000000000)
+    keys = set()
+    for order in itertools.permutations("ABCDE"):
+        kwargs = {name: i for i, name in enumerate(order)}
+        key, runtime = binder.fast((t,), kwargs)
+        assert runtime == binder.bind((t,), kwargs).args == [t.ptr]
+        keys.add(key)
+        assert len(binder._plans) <= 64
+    assert len(keys) == 120  # the values differ with the order: so do the keys
+    assert binder.fast((t,), {"A": 0, "B": 1, "C": 2, "D": 3, "E": 4}) is not None  # evicted, made again

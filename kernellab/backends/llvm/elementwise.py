@@ -17,7 +17,8 @@ instruction). Accuracy choices (fp32):
 
 from __future__ import annotations
 
-import numpy as np
+import math
+
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 from kernellab.ir import math as xmath
@@ -79,15 +80,16 @@ def const_value(t, value):
         return ir.Constant(ty, v)
     if is_fp8(t):
         import ml_dtypes
+        import numpy as np
 
         dt = ml_dtypes.float8_e4m3fn if isinstance(t, builtin.Float8E4M3FNType) else ml_dtypes.float8_e5m2
         return ir.Constant(ty, int(np.array([value], dtype=dt).view(np.uint8)[0]))
     if ty == BF16:
         return BF16(float(value))
-    if ty == F16:
-        return ir.Constant(ty, float(np.float16(value)))
-    if ty == F32:
-        return ir.Constant(ty, float(np.float32(value)))
+    if ty in (F16, F32):  # rounded once to the type, as numpy rounds
+        import numpy as np
+
+        return ir.Constant(ty, float((np.float16 if ty == F16 else np.float32)(value)))
     return ir.Constant(ty, float(value))
 
 
@@ -99,7 +101,7 @@ def _constant(ctx, op):
         lay = ctx.lay(t)
         e = t.element_type
         first = values[0]
-        if all(v == first for v in values) or (isinstance(first, float) and np.all(np.isnan(values))):
+        if all(v == first for v in values) or (isinstance(first, float) and all(math.isnan(v) for v in values)):
             c = const_value(e, first)
             ctx.set(op.result, TV([c] * lay.nregs, lay, e))
             return

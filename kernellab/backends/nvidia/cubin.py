@@ -5,14 +5,20 @@ thread, spill stores/loads, stack frame (local memory), static shared memory, ba
 `parse_resources` turns into metadata. When PTX does not assemble, `PTXAssemblyError` carries
 the log and shows the offending PTX line.
 
-The low-level `cuda.bindings.nvjitlink` module is used directly (it is what cuda.core's Linker
-wraps, and imports in ~20 ms instead of ~170 ms). If the nvJitLink library cannot be loaded,
-cuda.core's Linker is tried instead (it falls back to the driver's linker when a driver exists).
+The wheel's library is called through ctypes (`_NvJitLink`: found on sys.path as nvdisasm is,
+loaded in a few milliseconds); without the wheel, the `cuda.bindings.nvjitlink` module (which
+finds the library through cuda.pathfinder, some tens of milliseconds more on a first compile).
+If neither loads, cuda.core's Linker is tried (it falls back to the driver's linker when a
+driver exists).
 """
 
 from __future__ import annotations
 
+import ctypes
+import glob
+import os
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -47,19 +53,137 @@ _lock = held_across_fork(threading.Lock())  # around nvJitLink's calls (ptxas, i
 
 
 def _load_nvjitlink():
-    """cuda.bindings.nvjitlink if its shared library loads, else None (reason kept)."""
+    """nvJitLink (`_NvJitLink` over the wheel's library, else cuda.bindings.nvjitlink) if its
+    shared library loads, else None (reason kept)."""
     global _nvjitlink, _nvjitlink_error
     if _nvjitlink is None and _nvjitlink_error is None:
         with _load_lock:
             if _nvjitlink is None and _nvjitlink_error is None:
                 try:
-                    from cuda.bindings import nvjitlink
+                    path = _wheel_library()
+                    if path is not None:
+                        _nvjitlink = _NvJitLink(path)
+                    else:
+                        from cuda.bindings import nvjitlink
 
-                    nvjitlink.version()  # loads libnvJitLink; raises if it isn't installed
-                    _nvjitlink = nvjitlink
-                except Exception as e:  # ImportError, DynamicLibNotFoundError, ...
+                        nvjitlink.version()  # loads libnvJitLink; raises if it isn't installed
+                        _nvjitlink = nvjitlink
+                except Exception as e:  # ImportError, OSError, DynamicLibNotFoundError, ...
                     _nvjitlink_error = f"{type(e).__name__}: {e}"
     return _nvjitlink
+
+
+def _wheel_library() -> str | None:
+    """Path of the nvidia-nvjitlink wheel's libnvJitLink on sys.path (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    for base in sys.path:
+        if base and os.path.isdir(base):
+            for pattern in ("cu13/lib/libnvJitLink.so.13", "nvjitlink/lib/libnvJitLink.so.13"):
+                found = glob.glob(os.path.join(base, "nvidia", pattern))
+                if found:
+                    return found[0]
+    return None
+
+
+class _NvJitLinkError(RuntimeError):
+    """An nvJitLink call failed; the message is the result's name and code, as cuda.bindings'."""
+
+
+# nvJitLinkResult (nvJitLink.h), by code
+_RESULTS = (
+    "SUCCESS", "ERROR_UNRECOGNIZED_OPTION", "ERROR_MISSING_ARCH", "ERROR_INVALID_INPUT",
+    "ERROR_PTX_COMPILE", "ERROR_NVVM_COMPILE", "ERROR_INTERNAL", "ERROR_THREADPOOL",
+    "ERROR_UNRECOGNIZED_INPUT", "ERROR_FINALIZE", "ERROR_NULL_INPUT", "ERROR_INCOMPATIBLE_OPTIONS",
+    "ERROR_INCORRECT_INPUT_TYPE", "ERROR_ARCH_MISMATCH", "ERROR_OUTDATED_LIBRARY",
+    "ERROR_MISSING_FATBIN", "ERROR_UNRECOGNIZED_ARCH", "ERROR_UNSUPPORTED_ARCH", "ERROR_LTO_NOT_ENABLED",
+)  # fmt: skip
+
+
+class _NvJitLink:
+    """The calls kernellab makes to nvJitLink's C API, through ctypes (each releases the GIL),
+    with the names and conventions of cuda.bindings.nvjitlink, so either serves the linker."""
+
+    nvJitLinkError = _NvJitLinkError
+
+    class InputType:
+        PTX = 2  # NVJITLINK_INPUT_PTX
+
+    def __init__(self, path: str):
+        lib = self.lib = ctypes.CDLL(path)
+        handle, size_p, text = ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p
+        signatures = {
+            "nvJitLinkCreate": [ctypes.POINTER(handle), ctypes.c_uint32, ctypes.POINTER(text)],
+            "nvJitLinkDestroy": [ctypes.POINTER(handle)],
+            "nvJitLinkAddData": [handle, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, text],
+            "nvJitLinkComplete": [handle],
+            "nvJitLinkGetLinkedCubinSize": [handle, size_p],
+            "nvJitLinkGetLinkedCubin": [handle, ctypes.c_void_p],
+            "nvJitLinkGetErrorLogSize": [handle, size_p],
+            "nvJitLinkGetErrorLog": [handle, ctypes.c_void_p],
+            "nvJitLinkGetInfoLogSize": [handle, size_p],
+            "nvJitLinkGetInfoLog": [handle, ctypes.c_void_p],
+            "nvJitLinkVersion": [ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)],
+        }
+        for name, argtypes in signatures.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, ctypes.c_int
+        self._version = self._call_version()
+
+    @staticmethod
+    def _check(result: int) -> None:
+        if result:
+            name = _RESULTS[result] if result < len(_RESULTS) else "ERROR_UNKNOWN"
+            raise _NvJitLinkError(f"{name} ({result})")
+
+    def _call_version(self) -> tuple[int, int]:
+        major, minor = ctypes.c_uint(), ctypes.c_uint()
+        self._check(self.lib.nvJitLinkVersion(ctypes.byref(major), ctypes.byref(minor)))
+        return major.value, minor.value
+
+    def version(self) -> tuple[int, int]:
+        return self._version
+
+    def create(self, count: int, options: list[str]) -> int:
+        handle = ctypes.c_void_p()
+        array = (ctypes.c_char_p * max(count, 1))(*[o.encode() for o in options])
+        self._check(self.lib.nvJitLinkCreate(ctypes.byref(handle), count, array))
+        return handle.value
+
+    def destroy(self, handle: int) -> None:
+        self._check(self.lib.nvJitLinkDestroy(ctypes.byref(ctypes.c_void_p(handle))))
+
+    def add_data(self, handle: int, input_type: int, data: bytes, size: int, name: str) -> None:
+        self._check(self.lib.nvJitLinkAddData(handle, input_type, data, size, name.encode()))
+
+    def complete(self, handle: int) -> None:
+        self._check(self.lib.nvJitLinkComplete(handle))
+
+    def _size(self, getter, handle: int) -> int:
+        size = ctypes.c_size_t()
+        self._check(getter(handle, ctypes.byref(size)))
+        return size.value
+
+    def _fill(self, getter, handle: int, buffer: bytearray) -> None:
+        self._check(getter(handle, (ctypes.c_char * len(buffer)).from_buffer(buffer)))
+
+    def get_linked_cubin_size(self, handle: int) -> int:
+        return self._size(self.lib.nvJitLinkGetLinkedCubinSize, handle)
+
+    def get_linked_cubin(self, handle: int, buffer: bytearray) -> None:
+        self._fill(self.lib.nvJitLinkGetLinkedCubin, handle, buffer)
+
+    def get_error_log_size(self, handle: int) -> int:
+        return self._size(self.lib.nvJitLinkGetErrorLogSize, handle)
+
+    def get_error_log(self, handle: int, buffer: bytearray) -> None:
+        self._fill(self.lib.nvJitLinkGetErrorLog, handle, buffer)
+
+    def get_info_log_size(self, handle: int) -> int:
+        return self._size(self.lib.nvJitLinkGetInfoLogSize, handle)
+
+    def get_info_log(self, handle: int, buffer: bytearray) -> None:
+        self._fill(self.lib.nvJitLinkGetInfoLog, handle, buffer)
 
 
 _load_lock = threading.Lock()
@@ -76,9 +200,10 @@ def start_warm_up(arch: str = "sm_90") -> None:
     (the link lock). Does nothing if nvJitLink is unavailable (make_cubin reports that).
     """
     global _warming
-    if _warming is not None or _load_nvjitlink() is None:
+    nj = _load_nvjitlink()
+    if _warming is not None or nj is None:
         return
-    functions = _create_and_destroy()
+    functions = (nj.lib.nvJitLinkCreate, nj.lib.nvJitLinkDestroy) if isinstance(nj, _NvJitLink) else _create_and_destroy()
     if functions is None:
         return
     _warming = threading.Thread(target=_warm, args=(*functions, arch), name="kernellab-nvjitlink", daemon=True)
@@ -89,8 +214,6 @@ def _create_and_destroy():
     """nvJitLinkCreate and nvJitLinkDestroy of the library cuda.bindings loaded, as ctypes
     functions (calling them releases the GIL); None if they can't be found."""
     try:
-        import ctypes
-
         from cuda import pathfinder
 
         lib = ctypes.CDLL(pathfinder.load_nvidia_dynamic_lib("nvJitLink").abs_path)
@@ -105,8 +228,6 @@ def _create_and_destroy():
 
 
 def _warm(create, destroy, arch: str) -> None:
-    import ctypes
-
     try:
         with _lock:
             handle = ctypes.c_void_p()

@@ -11,7 +11,6 @@ import functools
 import glob
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -48,6 +47,8 @@ def make_sass(cubin: bytes, line_info: bool = True) -> str | None:
     nvdisasm = find_nvdisasm()
     if nvdisasm is None or not cubin:
         return None
+    import subprocess  # here: the cubin stage imports this module, the disassembly is lazy
+
     fd, path = tempfile.mkstemp(suffix=".cubin", prefix="kernellab-")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import difflib
 import inspect
 import numbers
 import operator
@@ -112,6 +111,8 @@ class ExpressionVisitor(VisitorBase):
         notes = []
         if name in self.dropped:
             notes.append(f"{name!r} is not defined here because {self.dropped[name]}")
+        import difflib  # only for the error: a compile that succeeds never loads it
+
         close = difflib.get_close_matches(name, [*self.scope, *self.fn.globals], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise SemanticError(f"name {name!r} is not defined{hint}", notes)
@@ -238,6 +239,8 @@ class ExpressionVisitor(VisitorBase):
             return _BoundMethod(base, getattr(language, TensorDescriptor.METHODS[attr]))
         if isinstance(base, types.ModuleType):
             if not hasattr(base, attr):
+                import difflib
+
                 public = [n for n in dir(base) if not n.startswith("_")]
                 close = difflib.get_close_matches(attr, public, n=1)
                 hint = f"; did you mean {ast.unparse(node.value)}.{close[0]}?" if close else ""

@@ -35,7 +35,6 @@ from kernellab.frontend.types import to_ir_type
 from kernellab.frontend.values import (
     Aggregate,
     const,
-    describe,
     is_runtime,
     leaves,
     map_leaves,
@@ -124,13 +123,25 @@ class _CompilationUnit:
         return callee
 
     def _symbol(self, fn: tl.KernelFunction, params: list[tuple[str, Any]]) -> str:
-        parts = [show(v.type) if isinstance(v, Arg) else f"c{unwrap_deep(v)!r}" for _, v in params]
+        parts = [_symbol_part(v) for _, v in params]
         base = "__".join(re.sub(r"[^A-Za-z0-9]+", "_", p).strip("_") for p in [fn.__name__, *parts])
         name, n = base, 1
         while name in self.symbols:
             name, n = f"{base}_{n}", n + 1
         self.symbols.add(name)
         return name
+
+
+def _symbol_part(value: Any) -> str:
+    """A parameter's part of a specialized function's name: its type, its constant, or, for a
+    tuple or aggregate with runtime parts (a descriptor, a list of scalars), its kind and its
+    runtime leaves' types (the symbol table keeps names unique)."""
+    if isinstance(value, Arg):
+        return show(value.type)
+    runtime = leaves(value, _is_arg)
+    if runtime:
+        return "_".join([type(unwrap(value)).__name__, *(show(a.type) for a in runtime)])
+    return f"c{unwrap_deep(value)!r}"
 
 
 def _is_arg(value: Any) -> bool:
@@ -279,7 +290,8 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
             )
             if isinstance(value, Arg):
                 name_value(self.scope[pname].handle, pname)
-        self.constexpr_names = set(self.fn.constexpr_names)
+        # a tl.constexpr parameter given a tensor is a runtime value here (see the call)
+        self.constexpr_names = {n for n, v in params if n in self.fn.constexpr_names and not leaves(v, _is_arg)}
         body = normalize_returns(self.tree.body, lambda node, msg: self.error(node, msg))
         self.builder.block = block
         with self.builder.at_loc(self._loc(self.tree)):
@@ -336,12 +348,9 @@ class FunctionGenerator(StatementVisitor, ExpressionVisitor):
         operands = []
         for name, value in bound.arguments.items():
             value = const(value)
-            if is_runtime(value) and name in fn.constexpr_names:
-                raise SemanticError(
-                    f"parameter {name!r} of {fn.__name__} is tl.constexpr, but the argument "
-                    f"is {describe(value)}, known only at run time; pass a compile-time value "
-                    "or drop tl.constexpr from the parameter"
-                )
+            # A called function specializes on its arguments, whatever its annotations say: a
+            # tensor passed to a tl.constexpr parameter is a runtime parameter, as in Triton
+            # (tutorial 06 passes its offsets so).
             if is_runtime(value):  # a tensor, or a tuple or aggregate passed as its tensors
                 params.append((name, map_leaves(value, lambda t: Arg(t.type))))
                 operands.extend(t.handle for t in leaves(value))

@@ -9,9 +9,8 @@ one computation type (Triton's `binary_op_type_checking`).
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Callable, Sequence
-
-import numpy as np
 
 from kernellab.frontend.builder import IRBuilder
 from kernellab.frontend.errors import SemanticError
@@ -124,7 +123,7 @@ def number_type(value) -> tl.dtype:
         raise SemanticError(f"the integer {value} does not fit in 64 bits; use a smaller constant")
     if isinstance(value, float):
         mag = abs(value)
-        fits_fp32 = not np.isfinite(value) or mag == 0.0 or 2**-126 <= mag <= (2 - 2**-23) * 2**127
+        fits_fp32 = not math.isfinite(value) or mag == 0.0 or 2**-126 <= mag <= (2 - 2**-23) * 2**127
         return tl.float32 if fits_fp32 else tl.float64
     raise SemanticError(
         f"{value!r} of Python type {type(value).__name__} cannot be a kernel value; use a tensor, "
@@ -242,11 +241,13 @@ class SemanticBase:
         value = python_value(value)
         src = number_type(value)
         if src == tl.float32:
+            import numpy as np  # only for a float literal: rounded to fp32 once
+
             value = float(np.float32(value))
         if dtype.is_bool():
             value = value != 0
         elif dtype.is_int() and isinstance(value, float):
-            if not np.isfinite(value):
+            if not math.isfinite(value):
                 raise SemanticError(f"{value} cannot be converted to {dtype}; use a finite value")
             value = int(value)
         return self._constant(value, dtype, shape)

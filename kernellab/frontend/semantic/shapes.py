@@ -7,8 +7,8 @@ Block shapes are compile-time: every dimension a power of two (Triton's rule), s
 from __future__ import annotations
 
 import builtins
+import math
 
-import numpy as np
 
 from kernellab.frontend.errors import SemanticError
 from kernellab.frontend.semantic.base import (
@@ -92,7 +92,7 @@ class ShapeMixin(SemanticBase):
     def reshape(self, input, *shape, can_reorder=False) -> tl.tensor:
         input = self.to_tensor(input)
         dims = block_shape(shape, "tl.reshape shape")
-        numel = int(np.prod(dims)) if dims else 1
+        numel = math.prod(int(d) for d in dims)
         if numel != input.numel:
             raise SemanticError(
                 f"cannot reshape {show(input)} ({input.numel} elements) to {tuple(dims)} ({numel} "

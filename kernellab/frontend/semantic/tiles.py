@@ -56,7 +56,7 @@ class BlockPointer(Aggregate):
 
 
 @dataclass(frozen=True)
-class TensorDescriptor(Aggregate):
+class TensorDescriptor(Aggregate, tl.tensor_descriptor):
     """`tl.make_tensor_descriptor(...)` or a host `TensorDescriptor` argument: a strided
     tensor at `base` whose tiles of `block_shape` are loaded and stored by offset."""
 

@@ -10,7 +10,9 @@ inserted before the dot and one back to the old layout after it; remove_layout_c
 then moves the surrounding math into the MMA layout and reduce_data_duplication stages the
 operands through shared memory. The rewrite is the pattern `mma-v2-dot` of the rewrite engine,
 swept once over the dots in order (a dot chained to an already converted one takes its warps);
-a dot that stays on FMA is named, with the reason, in the pass record's summary.
+a dot that stays on FMA is named, with the reason, in the pass record's summary, and so, on
+sm_90a, is a dot left on mma.sync for want of a wgmma form (tf32x3, 8-bit operands not
+K-major, 2 warps, ...).
 
 A batched (3-D) dot is a batch of 2-D ones: instrShape [1, 16, 8], and, as in Triton, all warps
 along the batch (warpsPerCTA [num_warps, 1, 1]), each warp computing whole batch elements.
@@ -94,10 +96,15 @@ def k_width(elem) -> int:
 def run(module: ModuleOp, wgmma: bool = False) -> PassOutcome:
     """`wgmma`: the target is sm_90a, whose dots may use MMA v3 (mma_v3.py) before MMA v2."""
     rewrites = Rewrites()
-    apply_to_each(_fma_dots(module), [MMA_V3_DOT, MMA_V2_DOT] if wgmma else [MMA_V2_DOT], rewrites)
     arch = _arch(ttg.target(module))
+    on_v2 = []
+    if wgmma:  # why a dot with a tensor-core form gets mma.sync rather than wgmma
+        num_warps = ttg.num_warps(module)
+        on_v2 = [f"tt.dot{_line(op)} on mma.sync: {mma_v3.why_not(op, num_warps)}"
+                 for op in _fma_dots(module) if not _why_not(op, arch) and mma_v3.why_not(op, num_warps)]  # fmt: skip
+    apply_to_each(_fma_dots(module), [MMA_V3_DOT, MMA_V2_DOT] if wgmma else [MMA_V2_DOT], rewrites)
     stays = [f"tt.dot{_line(op)} stays on FMA: {_why_not(op, arch)}" for op in _fma_dots(module)]
-    return PassOutcome(rewrites.changed, "; ".join([rewrites.summary, *stays]))
+    return PassOutcome(rewrites.changed, "; ".join([rewrites.summary, *on_v2, *stays]))
 
 
 def _fma_dots(module: ModuleOp) -> list[tt.DotOp]:

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
-from xdsl.rewriter import Rewriter
 
 from kernellab.ir import tt, ttg
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.ttgir.axis_info import AxisInfoAnalysis, analyze, order_from_contiguity
-from kernellab.passes.ttgir.encodings import blocked_for, convert_before
+from kernellab.passes.ttgir.encodings import blocked_for, relayout
 
 NAME = "coalesce"
 
@@ -54,7 +53,7 @@ def run(module: ModuleOp) -> Rewrites:
         size_per_thread = [1] * len(shape)
         size_per_thread[order[0]] = min(width, per_thread_max)
         layout = blocked_for(shape, size_per_thread, order, warps, lanes)
-        if _relayout(op, layout):
+        if relayout(op, layout):
             rewrites.note(f"relayout-{op.name.removeprefix('tt.')}")
     return rewrites
 
@@ -74,21 +73,3 @@ def _plan(op: Operation, analysis: AxisInfoAnalysis) -> tuple[tuple, int]:
     mask = getattr(op, "mask", None)
     width = min(width, analysis.mask_alignment(mask, order))
     return (tuple(op.ptr.type.get_shape()), order), width
-
-
-def _relayout(op: Operation, layout: ttg.BlockedEncodingAttr) -> bool:
-    """Put `op` in `layout`: convert its operands in, and its result back out."""
-    if all(
-        ttg.encoding_of(v.type) == layout for v in op.operands if isinstance(v.type, TensorType)
-    ):
-        return False
-    for i, value in enumerate(op.operands):
-        if isinstance(value.type, TensorType):
-            op.operands[i] = convert_before(value, layout, op)
-    for result in list(op.results):
-        old = result.type
-        new = Rewriter.replace_value_with_new_type(result, ttg.with_encoding(old, layout))
-        back = ttg.ConvertLayoutOp(new, old)
-        op.parent_block().insert_op_after(back, op)
-        new.replace_uses_with_if(back.result, lambda use, back=back: use.operation is not back)
-    return True

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from xdsl.rewriter import Rewriter
+
 from kernellab.ir import arith, tt, ttg
 
 # tt ops whose every result element comes from the operands' elements at the same position
@@ -52,6 +54,23 @@ def blocked_for(
     return ttg.BlockedEncodingAttr(size_per_thread, lanes, warps, order)
 
 
+def transposing_blocked(shape: Sequence[int], k_dim: int, num_warps: int) -> ttg.BlockedEncodingAttr:
+    """A 2-D tile read MN-major (dim 1 - k_dim contiguous in global memory) and written
+    K-major into an NVMMA buffer of 32-bit elements: one element per thread and access, each
+    warp 4 along K by 8 along MN. One access then reads 4 whole 32-byte sectors and writes
+    32 different banks: 4 consecutive K (one 16-byte chunk) of 8 consecutive lines, whose
+    chunks the swizzle (line mod 8, or its 64/32-byte variants) puts on 8 different
+    bank groups. Warps go along K as far as it reaches, then along MN: a thread's elements
+    along MN are then 8 apart, so several share one run of contiguous addresses, whose first
+    pointer the copies offset by constants (fewer pointers live across the loop)."""
+    mn_dim = 1 - k_dim
+    lanes, warps = [1, 1], [1, 1]
+    lanes[k_dim], lanes[mn_dim] = 4, 8
+    warps[k_dim] = max(1, min(num_warps, shape[k_dim] // 4))
+    warps[mn_dim] = num_warps // warps[k_dim]
+    return ttg.BlockedEncodingAttr([1, 1], lanes, warps, [mn_dim, k_dim])
+
+
 def default_blocked(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32, elements_per_thread: int = 1):
     """Triton's default layout: one element per thread per step (or `elements_per_thread`
     consecutive ones, as far as the last dim has them), last dim fastest."""
@@ -87,3 +106,22 @@ def convert_before(value: SSAValue, encoding: Attribute, op: Operation) -> SSAVa
     convert = ttg.ConvertLayoutOp(value, ttg.with_encoding(value.type, encoding))
     op.parent_block().insert_op_before(convert, op)
     return convert.result
+
+
+def relayout(op: Operation, layout: ttg.BlockedEncodingAttr) -> bool:
+    """Put the memory op `op` in `layout`: convert its tensor operands in, and its results back
+    out for their users (False if it already was)."""
+    if all(
+        ttg.encoding_of(v.type) == layout for v in op.operands if isinstance(v.type, TensorType)
+    ):
+        return False
+    for i, value in enumerate(op.operands):
+        if isinstance(value.type, TensorType):
+            op.operands[i] = convert_before(value, layout, op)
+    for result in list(op.results):
+        old = result.type
+        new = Rewriter.replace_value_with_new_type(result, ttg.with_encoding(old, layout))
+        back = ttg.ConvertLayoutOp(new, old)
+        op.parent_block().insert_op_after(back, op)
+        new.replace_uses_with_if(back.result, lambda use, back=back: use.operation is not back)
+    return True

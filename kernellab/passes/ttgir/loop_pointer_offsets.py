@@ -22,7 +22,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from kernellab.ir import arith, tt
-from kernellab.passes.folding import splat_of
+from kernellab.passes.splats import splat_of
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.structured import reinitialized_for
 

@@ -21,9 +21,10 @@ follow its dot's MMA layout: the loop body loses its conversions, and the one pu
 the epilogue's store runs once. A `ttg.local_alloc` stores any distributed layout into shared
 memory, so a value written there follows the moved layout and needs no conversion back.
 
-The layouts coalesce chose for loads and stores never change: memory ops are fixed points, and
-so is tt.gather (its index stays in its result's layout, its source where it is: the lowering
-goes through shared memory whatever the layouts, so moving either would only add conversions).
+The layouts coalesce chose for loads and stores never change: memory ops are fixed points. A
+tt.gather follows its operands into another blocked layout (source, index and result in one
+layout) unless that loses the warp shuffles its current layouts allow (kernellab.layouts.gather:
+within warps it needs no shared memory; through shared memory any layouts do).
 Dead ops left behind are erased. Each rewrite is a named pattern of the rewrite engine, swept
 over the conversions in rounds (forward, backward, fold): sink-conversion, carry-in-layout,
 rematerialize, fold-conversion.
@@ -38,6 +39,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import Rewriter
 
 from kernellab.ir import arith, tt, ttg
+from kernellab.layouts import from_encoding
+from kernellab.layouts.gather import shuffle_plan
 from kernellab.passes import dce
 from kernellab.passes.rewrite import Rewrites, apply_to_each, pattern
 from kernellab.passes.ttgir.encodings import is_elementwise, permuted
@@ -93,7 +96,24 @@ def _result_layout(op: Operation, layout: Attribute) -> Attribute | None:
         return None
     if isinstance(op, tt.ReduceOp):
         return ttg.SliceEncodingAttr(op.axis.value.data, layout)
+    if isinstance(op, tt.GatherOp) and _gather_may_move(op, layout):
+        return layout
     return None
+
+
+def _gather_may_move(op: tt.GatherOp, layout: Attribute) -> bool:
+    """Whether `op` may take its source, index and result in the blocked `layout`: yes unless
+    its present layouts gather within warps and `layout` would not."""
+    if not isinstance(layout, ttg.BlockedEncodingAttr):
+        return False
+    src_shape, res_shape = op.src.type.get_shape(), op.result.type.get_shape()
+    axis = op.axis.value.data
+
+    def within_warps(src_encoding, res_encoding) -> bool:
+        src = from_encoding(src_encoding, src_shape)
+        return shuffle_plan(src, from_encoding(res_encoding, res_shape), axis) is not None
+
+    return within_warps(layout, layout) or not within_warps(_layout(op.src), _layout(op.result))
 
 
 def _operand_layout(op: Operation, layout: Attribute) -> Attribute | None:

@@ -210,3 +210,35 @@ def test_jit_mixing_cpu_and_cuda_tensors_is_an_error(torch):
     x = torch.ones(64, device="cuda")
     with pytest.raises(ArgumentError, match="'y_ptr' is a CPU array but 'x_ptr' is on cuda:0"):
         add_kernel[(1,)](x, torch.ones(64), x, 64, BLOCK=64)
+
+
+@kl.jit(do_not_specialize=["n"], do_not_specialize_on_alignment=["n"])
+def scaled_add_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: kl.language.constexpr):
+    tl = kl.language
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=mask) * alpha, mask=mask)
+
+
+def test_warm_launches_pass_each_calls_arguments(torch):
+    """Repeated launches take the warm path (a generated binder, one cached launch per key) and
+    each one computes with its own arguments: sizes on and off multiples of 16 (n is in both
+    do_not_specialize lists: one compile for all of them), misaligned views, scalars, grids."""
+    rng = np.random.default_rng()
+    for table in (scaled_add_kernel.cache, scaled_add_kernel._launches):
+        table.clear()
+    base_x, base_y = randn(torch, rng, 1 << 16), randn(torch, rng, 1 << 16)
+    for _ in range(40):
+        n = int(rng.integers(1, 1 << 15))
+        offset = int(rng.choice([0, 1, 4, 16]))  # element offsets: 4-, 16- and 64-byte aligned views
+        x, y = base_x[offset : offset + n], base_y[offset : offset + n]
+        alpha = float(rng.choice([0.5, 2.0, -4.0, 1.0]))  # powers of two: y * alpha is exact
+        out = torch.full((n,), float("nan"), device="cuda")
+        scaled_add_kernel[(kl.cdiv(n, 512),)](x, y, out, n, alpha, BLOCK=512)
+        torch.cuda.synchronize()
+        # y * alpha is exact, so the kernel rounds once: the float64 sum rounded to float32
+        expected = (x.double() + y.double() * alpha).float()
+        assert torch.equal(out, expected), (n, offset, alpha)
+    assert 1 <= len(scaled_add_kernel.cache) <= 4  # x and y aligned to 16 bytes or not
+    assert 1 <= len(scaled_add_kernel._launches) <= 4

@@ -198,6 +198,35 @@ def test_linker_falls_back_to_cuda_core_when_nvjitlink_is_missing(monkeypatch):
     assert binary[:4] == b"\x7fELF" and res["linker"] == "cuda.core" and res["registers"] > 0
 
 
+def test_the_ctypes_nvjitlink_links_as_cuda_bindings_does():
+    """The wheel's library through ctypes (what a first compile uses: it loads in milliseconds)
+    gives the cubin and the resource report cuda.bindings.nvjitlink gives, and the same error
+    for PTX that doesn't assemble."""
+    path = cubin_mod._wheel_library()
+    binding = pytest.importorskip("cuda.bindings.nvjitlink")
+    if path is None:
+        pytest.skip("the nvidia-nvjitlink wheel is not installed")
+    ours = cubin_mod._NvJitLink(path)
+    assert ours.version() == tuple(binding.version())
+    options = NvidiaOptions(target="sm_90a")
+    ptx = make_ptx(VECTOR_ADD, options).encode()
+    flags = cubin_mod.link_options("sm_90a", ptx.decode())
+    (cubin_ours, log_ours), (cubin_theirs, log_theirs) = (
+        cubin_mod._link_nvjitlink(nj, ptx, flags) for nj in (ours, binding)
+    )
+    assert cubin_ours[:4] == b"\x7fELF" and cubin_ours == cubin_theirs
+    assert parse_resources(log_ours) == parse_resources(log_theirs)
+    bad = ptx.replace(b"add.rn.f32", b"add.bogus.f32")
+    errors = []
+    for nj in (ours, binding):
+        with pytest.raises(PTXAssemblyError) as info:
+            cubin_mod._link_nvjitlink(nj, bad, flags)
+        errors.append((str(info.value), info.value.line))
+    assert errors[0] == errors[1] and "ERROR_PTX_COMPILE (4)" in errors[0][0] and errors[0][1]
+    with pytest.raises(ours.nvJitLinkError, match=r"ERROR_UNRECOGNIZED_OPTION \(1\)"):
+        ours.create(1, ["-no-such-option"])
+
+
 @kl.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: kl.language.constexpr):
     tl = kl.language

@@ -89,7 +89,9 @@ def test_fp8_dots_with_k_major_operands_run_on_wgmma_k32():
 
 def test_fp8_with_a_row_major_b_stays_on_mma_sync_and_says_why():
     ck = compile_matmul(128, 128, 64, 4, 3, signature="*fp8e4nv,*fp8e4nv,*fp16,i32,i32,i32,i32,i32,i32")
-    assert "mma.sync.aligned.m16n8k32" in ck.asm["ptx"] and "wgmma" not in ck.asm["ptx"]
+    assert "mma.sync.aligned.m16n8k32" in ck.asm["ptx"] and "wgmma.mma_async" not in ck.asm["ptx"]
+    record = next(r for r in ck.passes if r.name == "accelerate_matmul")
+    assert "on mma.sync: 8-bit wgmma reads both operands K-major" in record.summary
 
 
 @kl.jit
@@ -151,3 +153,156 @@ def test_attention_keeps_its_loop_in_the_mma_layouts_and_p_in_registers():
     assert len(converts) == 1 and "#ttg.dot_op<{opIdx = 0" in converts[0]
     assert "ttg.local_alloc %" not in loop and "ttg.local_load" not in loop
     assert ck.metadata["spills"] == 0
+
+
+TF32_SIGNATURE = "*fp32,*fp32,*fp16,i32,i32,i32,i32,i32,i32"
+
+
+def test_tf32_tutorial_matmul_is_wgmma_k8_with_b_transposed_into_a_k_major_ring():
+    """wgmma reads tf32 operands K-major only: the row-major B (N contiguous) gets a K-major
+    NVMMA ring (transposed = 1), filled by 4-byte copies from a load layout of 4 (K) x 8 (N)
+    lanes; A stays K-major with 16-byte copies. wgmma takes the fp32 bits as tf32 itself (it
+    ignores the low 13 mantissa bits): no cvt.rna as on mma.sync."""
+    ck = compile_matmul(128, 128, 32, 4, 3, signature=TF32_SIGNATURE)
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    check(ttgir, [
+        "#blocked = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>",
+        "#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 8]}>",
+        "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 32}>",
+        "#shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = 1, elementBitWidth = 32}>",
+        "ttg.local_alloc : () -> !ttg.memdesc<4x128x32xf32, #shared, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<4x32x128xf32, #shared1, #smem, mutable>",
+        "scf.for", "ttg.async_wait", "ttg.async_copy_global_to_local",
+        "tensor<32x128x!tt.ptr<f32>, #blocked>", "ttng.warp_group_dot",
+    ])  # fmt: skip
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.\S+", ptx)) == {
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32"
+    }
+    assert re.search(r"cp\.async\.ca\.shared\.global \[%r\d+\], \[%rd\d+\], 4", ptx)
+    assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16", ptx)
+    assert "cvt.rna.tf32" not in ptx and ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+@pytest.mark.parametrize("config", TUTORIAL_CONFIGS, ids=lambda c: "x".join(map(str, c)))
+def test_tf32_tutorial_configs_assemble_for_sm_90a_with_wgmma(config):
+    bm, bn, bk, warps, stages = config
+    ck = compile_matmul(*config, signature=TF32_SIGNATURE)
+    ptx = ck.asm["ptx"]
+    n_instr = bn if warps == 4 or bm >= 128 else bn // 2
+    shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k8\.f32\.tf32\.tf32", ptx))
+    assert shapes == {str(min(256, n_instr))}
+    # the transposing copies keep one pointer per contiguous run and one shared address per
+    # thread live across the loop; only 4 warps holding 128 accumulators and a 32 x 256 B
+    # tile (64 elements per thread) still spill a few registers
+    if warps == 8 or bn <= 128:
+        assert ck.metadata["spills"] == 0
+
+
+@pytest.mark.parametrize("k_swizzle", [(32, 128), (16, 64), (8, 32)], ids=str)
+@pytest.mark.parametrize("warps", [4, 8])
+def test_the_transposing_load_layout_writes_every_bank_once_per_access(k_swizzle, warps):
+    """Each 4-byte copy of a warp into the K-major NVMMA buffer (every swizzle width) touches
+    32 different banks: the layout the pass gives the load, checked with the lab's bank model."""
+    from kernellab.layouts import from_encoding
+    from kernellab.layouts.banks import analyze
+    from kernellab.passes.ttgir.encodings import transposing_blocked
+
+    k, swizzle = k_swizzle
+    shape = [k, 128]  # B: K x N, N contiguous in global memory
+    reg = from_encoding(transposing_blocked(shape, 0, warps), shape)
+    access = analyze(reg, nvmma_shared(swizzle, 32, True, shape), 4)
+    assert access.vec == 1 and access.max_ways == 1
+    shape_a = [128, k]  # A stored M-major (K x M viewed as M x K): the same, K on dim 1
+    reg_a = from_encoding(transposing_blocked(shape_a, 1, warps), shape_a)
+    assert analyze(reg_a, nvmma_shared(swizzle, 32, False, shape_a), 4).max_ways == 1
+
+
+def test_tf32x3_and_ieee_dots_stay_off_wgmma_and_say_why():
+    from tests.backends.nvidia.test_dot_sweep import dot_tile_kernel
+
+    for precision, where in (("tf32x3", "mma.sync.aligned.m16n8k8"), ("ieee", "fma.rn.f32")):
+        ck = kl.compile(dot_tile_kernel, signature="*fp32,*fp32,*fp32", target="sm_90a", num_warps=4,
+                        constexprs=dict(B=0, M=64, N=64, K=32, OUT=tl.float32, PRECISION=precision))  # fmt: skip
+        assert where in ck.asm["ptx"] and "wgmma.mma_async" not in ck.asm["ptx"]
+        record = next(r for r in ck.passes if r.name == "accelerate_matmul")
+        if precision == "tf32x3":
+            assert "on mma.sync: fp32 with input_precision='tf32x3'" in record.summary
+
+
+def compile_int8_matmul(bm, bn, bk, warps, stages, b_major):
+    from kernellab.examples import matmul_int8_kernel
+
+    ones = dict(stride_ak=1, stride_cn=1, **({"stride_bk": 1} if b_major == "k" else {"stride_bn": 1}))
+    runtime = [n for n in matmul_int8_kernel.arg_names[:12] if n not in ones]
+    signature = {n: "*i8" if n in ("a_ptr", "b_ptr") else "*i32" if n == "c_ptr" else "i32" for n in runtime}
+    return kl.compile(matmul_int8_kernel, signature=signature, attrs={n: ALIGNED for n in runtime},
+                      constexprs=dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, **ones),
+                      target="sm_90a", num_warps=warps, num_stages=stages)  # fmt: skip
+
+
+@pytest.mark.parametrize("config", [(128, 128, 64, 4, 3), (128, 256, 128, 8, 3), (64, 64, 32, 4, 3)],
+                         ids=lambda c: "x".join(map(str, c)))  # fmt: skip
+def test_int8_dots_with_k_major_operands_run_on_wgmma_k32_into_s32(config):
+    ck = compile_int8_matmul(*config, b_major="k")
+    bm, bn, bk, warps, stages = config
+    n_instr = bn if warps == 4 or bm >= 128 else bn // 2
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.\S+", ck.asm["ptx"])) == {
+        f"wgmma.mma_async.sync.aligned.m64n{min(256, n_instr)}k32.s32.s8.s8"
+    }
+    assert "nvmma_shared<{swizzlingByteWidth" in ck.asm["ttgir"] and len(ck.asm["cubin"]) > 0
+
+
+def test_int8_with_a_row_major_b_stays_on_mma_sync_and_says_why():
+    ck = compile_int8_matmul(128, 128, 64, 4, 3, b_major="mn")
+    assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in ck.asm["ptx"]
+    assert "wgmma.mma_async" not in ck.asm["ptx"]
+    record = next(r for r in ck.passes if r.name == "accelerate_matmul")
+    assert "on mma.sync: 8-bit wgmma reads both operands K-major" in record.summary
+
+
+@kl.jit
+def fp8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, IMPRECISE: tl.constexpr):  # fmt: skip
+    """The tutorial's loop over K (A row-major, B column-major) with tl.dot's
+    max_num_imprecise_acc; fp32 out."""
+    offs_m = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_n = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=IMPRECISE)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def compile_fp8_matmul(block_m, block_n, block_k, warps, imprecise):
+    attrs = {n: ALIGNED for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bn")}
+    return kl.compile(fp8_matmul, signature="*fp8e4nv,*fp8e4nv,*fp32,i32,i32,i32,i32,i32", attrs=attrs,
+                      constexprs=dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, IMPRECISE=imprecise),
+                      target="sm_90a", num_warps=warps, num_stages=3)  # fmt: skip
+
+
+@pytest.mark.parametrize("imprecise, sums", [(0, 0), (32, 4), (64, 2), (128, 1)])
+def test_fp8_max_num_imprecise_acc_adds_each_partial_sum_into_fp32(imprecise, sums):
+    """Every `imprecise` K elements (one k32 instruction per 32) go into a fresh accumulator
+    that is waited for and added into the fp32 one; 0 (the default) sums all K in place."""
+    ck = compile_fp8_matmul(128, 128, 128, 8, imprecise)
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    (dot,) = [line for line in ttgir.splitlines() if "ttng.warp_group_dot " in line]
+    assert (f"maxNumImpreciseAcc = {imprecise} : i32" in dot) == bool(imprecise)
+    # 4 K steps (two warp groups, 64 rows each); one fence per partial sum
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.e4m3\.e4m3", ptx)) == 4
+    assert ptx.count("wgmma.fence.sync.aligned") == max(sums, 1)
+    # each partial sum waited for (plus the wait after the loop), then added: 64 accumulator
+    # registers per thread (a partial sum needs as many again: 4 warps would spill)
+    waits = len(re.findall(r"wgmma\.wait_group\.sync\.aligned 0;", ptx))
+    adds = len(re.findall(r"^\s*add\.(rn\.)?f32", ptx, re.MULTILINE))
+    assert waits == sums + 1 and adds >= sums * 64 and (adds == 0) == (sums == 0)
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0

@@ -112,3 +112,102 @@ def test_wgmma_with_a_register_operand_matches_float64(torch, case):
     got = d.cpu().numpy().astype(np.float64)
     bad = ~(np.abs(got - ref) <= bound)
     assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"
+
+
+# two warp groups along M (128 x 256, 8 warps), two along N (64 x 256, 8 warps: m64n128 each),
+# every swizzle width of the K-major buffers (BLOCK_K 32, 16, 8 fp32: 128, 64, 32 bytes)
+TF32_CONFIGS = [(128, 128, 32, 4, 3), (128, 256, 32, 8, 3), (64, 256, 32, 4, 4), (128, 64, 32, 4, 4),
+                (128, 32, 32, 4, 4), (128, 128, 16, 8, 3), (64, 64, 8, 4, 3), (64, 256, 32, 8, 3)]  # fmt: skip
+
+
+@pytest.mark.parametrize("config", TF32_CONFIGS, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("a_major, b_major", [("k", "mn"), ("mn", "k"), ("k", "k"), ("mn", "mn")])
+def test_tf32_wgmma_matmul_matches_float64(torch, config, a_major, b_major):
+    """fp32 operands on wgmma k8 (input_precision tf32, tl.dot's default): an MN-major operand
+    is transposed into its K-major buffer by 4-byte copies. wgmma keeps 10 mantissa bits of
+    each operand (it ignores the low 13; truncating or rounding, each operand is within 2^-10
+    of itself, a product within 2^-9 + 2^-20), accumulates in fp32, the kernel stores fp16."""
+    bm, bn, bk, warps, stages = config
+    M, N, K = 256, 512, 3 * bk + 8  # the last K tile partly masked
+    rng = np.random.default_rng()
+    a_np = rng.standard_normal((M, K)).astype(np.float32)
+    b_np = rng.standard_normal((K, N)).astype(np.float32)
+    a = (torch.from_numpy(a_np) if a_major == "k" else torch.from_numpy(a_np.T.copy()).t()).cuda()
+    b = (torch.from_numpy(b_np.T.copy()).t() if b_major == "k" else torch.from_numpy(b_np)).cuda()
+    c = torch.full((M, N), float("nan"), dtype=torch.float16, device="cuda")
+    grid = (kl.cdiv(M, bm) * kl.cdiv(N, bn),)
+    compiled = matmul_kernel[grid](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        c.stride(1), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+        ACTIVATION="", num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    assert ".f32.tf32.tf32" in compiled.asm["ptx"] and "wgmma.mma_async" in compiled.asm["ptx"]
+    a64, b64 = a_np.astype(np.float64), b_np.astype(np.float64)
+    ref = a64 @ b64
+    bound = (2.0**-9 + 2.0**-20 + (K + 1) * 2.0**-24) * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
+    got = c.float().cpu().numpy()
+    bad = ~(np.abs(got - ref) <= bound)
+    assert not bad.any(), (f"{int(bad.sum())} of {bad.size} off; first at "
+                           f"{tuple(np.argwhere(bad)[0])}: {got[tuple(np.argwhere(bad)[0])]} vs "
+                           f"{ref[tuple(np.argwhere(bad)[0])]}")  # fmt: skip
+
+
+@pytest.mark.parametrize("config", [(128, 128, 64, 4, 3), (128, 256, 128, 8, 3), (64, 128, 64, 4, 4),
+                                    (128, 64, 128, 8, 3), (64, 64, 32, 4, 3), (64, 256, 64, 8, 3)],
+                         ids=lambda c: "x".join(map(str, c)))  # fmt: skip
+@pytest.mark.parametrize("b_major", ["k", "mn"])
+def test_int8_matmul_is_exact(torch, config, b_major):
+    """s8 x s8 -> s32, exact: on wgmma k32 with a column-major (K-major) B, on mma.sync with a
+    row-major one. Values span all of int8, K reaches the hundreds: sums far beyond 2^16."""
+    from kernellab.examples import matmul_int8_kernel
+
+    bm, bn, bk, warps, stages = config
+    M, N, K = 256, 384, 4 * bk + 32  # the last K tile partly masked
+    rng = np.random.default_rng()
+    a_np = rng.integers(-128, 128, (M, K), dtype=np.int8)
+    b_np = rng.integers(-128, 128, (K, N), dtype=np.int8)
+    a = torch.from_numpy(a_np).cuda()
+    b = (torch.from_numpy(b_np.T.copy()).t() if b_major == "k" else torch.from_numpy(b_np)).cuda()
+    c = torch.full((M, N), -(2**31), dtype=torch.int32, device="cuda")
+    grid = (kl.cdiv(M, bm) * kl.cdiv(N, bn),)
+    compiled = matmul_int8_kernel[grid](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        c.stride(1), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    assert ("k32.s32.s8.s8" in compiled.asm["ptx"]) == (b_major == "k")
+    ref = a_np.astype(np.int64) @ b_np.astype(np.int64)
+    got = c.cpu().numpy().astype(np.int64)
+    bad = got != ref
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} differ; first at {tuple(np.argwhere(bad)[0])}"
+
+
+@pytest.mark.parametrize("imprecise", [32, 64, None])  # None: the whole BLOCK_K
+@pytest.mark.parametrize("config", [(128, 128, 128, 8), (64, 128, 64, 4)], ids=lambda c: "x".join(map(str, c)))
+def test_fp8_max_num_imprecise_acc_matches_float64_within_one_partial_sum(torch, config, imprecise):
+    """With max_num_imprecise_acc = N each N of K is summed by the tensor cores alone (about 13
+    significant bits) and then added into fp32: the error is at most 2^-13 of sum|a||b| over
+    all K (not K/32 times that, as without promotion) plus fp32 rounding; fp32 out."""
+    from tests.backends.nvidia.test_wgmma import fp8_matmul
+
+    bm, bn, bk, warps = config
+    imprecise = imprecise or bk
+    M, N, K = 256, 256, 8 * bk
+    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()  # K x N, column-major
+    c = torch.full((M, N), float("nan"), device="cuda")
+    compiled = fp8_matmul[(kl.cdiv(M, bm), kl.cdiv(N, bn))](
+        a, b, c, M, N, K, a.stride(0), b.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        IMPRECISE=imprecise, num_warps=warps, num_stages=3,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    assert f"maxNumImpreciseAcc = {imprecise}" in compiled.asm["ttgir"]
+    a64 = a.float().cpu().numpy().astype(np.float64)
+    b64 = b.float().cpu().numpy().astype(np.float64)
+    ref = a64 @ b64
+    bound = (2.0**-13 + (K + 1) * 2.0**-24) * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    got = c.cpu().numpy().astype(np.float64)
+    bad = ~(np.abs(got - ref) <= bound)
+    assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"

@@ -4,12 +4,16 @@ groups and waits.
 A copy moves each thread's runs of registers that are contiguous in global memory (the load's
 vector width: AxisInfo and the layout, as for tt.load) and in the shared buffer (inside one
 swizzle group, aligned) as one `cp.async` of 4, 8 or 16 bytes; 16-byte copies bypass L1
-(`.cg`), as Triton's do. A masked-off run is copied with source size 0, which fills its
+(`.cg`), as Triton's do. A copy narrower than the global run it belongs to (a tile
+transposed into a K-major buffer) offsets the run's first pointer by constants, and a
+transposing copy's shared addresses are register 0's plus constants where the layout allows. A masked-off run is copied with source size 0, which fills its
 destination with zeros and reads nothing.
 
 Barriers. Copies write shared memory behind the threads' backs, so the barrier tracker learns
 about them at the wait: `ttg.async_wait` is `cp.async.wait_group N` (this thread's copies have
-landed), on sm_90 `fence.proxy.async` (wgmma may read them next), then a `bar.sync` (every
+landed), on sm_90 in a kernel with wgmma `fence.proxy.async` (wgmma may read them next; plain
+`ld.shared` readers need no proxy fence, and a row loop pays for one every iteration), then a
+`bar.sync` (every
 thread's have landed, and every read issued before the wait is done). A copy itself only needs the bytes it overwrites to be free of pending accesses; in a
 pipelined loop the wait's barrier has already freed the slot it writes.
 """
@@ -19,11 +23,13 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from kernellab.backends.llvm.errors import LoweringError
-from kernellab.backends.llvm.memory import vector_width
+from kernellab.backends.llvm.memory import _axis, vector_width
 from kernellab.backends.llvm.shared_buffers import buffer_interval, element_pointer, vector_run
-from kernellab.backends.llvm.types import I32, I64, mem_bytes
+from kernellab.backends.llvm.types import I8, I32, I64, mem_bytes
 from kernellab.backends.nvidia.lowering.wgmma import FENCE_ASYNC_PROXY
-from kernellab.ir import ttg
+from kernellab.ir import tt, ttg, ttng
+from kernellab.layouts import from_encoding
+from kernellab.layouts.banks import offsets
 
 COPY_BYTES = (4, 8, 16)
 
@@ -42,9 +48,9 @@ def _async_copy(ctx, op: ttg.AsyncCopyGlobalToLocalOp) -> None:
             "(the pipeliner should not have chosen this load)"
         )
     ctx.barriers.before_async_write(buffer_interval(ctx, op.result))
-    ptrs = ctx.regs(op.src, lay)
+    ptrs = _source_pointers(ctx, op.src, lay, nbytes)
     masks = ctx.regs(op.mask, lay) if op.mask is not None else None
-    dst = element_pointer(ctx, buf, lay)
+    dst = _destination_pointers(ctx, op, buf, lay, nbytes)
     cache = ".cg" if size == 16 else ".ca"
     text = f"cp.async{cache}.shared.global [$0], [$1], {size}, $2;"
     for r0 in range(0, lay.nregs, run):
@@ -54,9 +60,71 @@ def _async_copy(ctx, op: ttg.AsyncCopyGlobalToLocalOp) -> None:
         if masks is not None:
             src_size = b.select(masks[r0], I32(size), I32(0))
         smem = b.ptrtoint(dst(r0), I32)
-        gmem = b.ptrtoint(ptrs[r0], I64)
+        gmem = b.ptrtoint(ptrs(r0), I64)
         ctx.asm(ir.VoidType(), text, "r,l,r", [smem, gmem, src_size], side_effect=True)
     ctx.set(op.token, None)
+
+
+def _destination_pointers(ctx, op, buf, lay, nbytes: int):
+    """fn(register r) -> its shared-memory pointer. A copy that transposes its tile (the
+    buffer's contiguous dim is not the load's: tf32 into a K-major NVMMA buffer, one element
+    per copy) takes register 0's plus a constant, when the buffer's layout (kernellab.layouts,
+    linear) sends the register bits and the lane/warp bits to disjoint offset bits (an offset
+    is then the thread's plus the register's): no offset register per element stays live
+    across the loop. Other copies, and layouts where the bits meet, use each register's own
+    (element_pointer)."""
+    per_register = element_pointer(ctx, buf, lay)
+    view = op.result
+    if list(ttg.encoding_of(op.src.type).order)[0] == buf.order[0]:
+        return per_register
+    try:
+        hardware = offsets(lay.linear, from_encoding(view.type.encoding, view.type.shape))
+    except ValueError:  # a layout the core does not describe on this shape
+        return per_register
+    reg_bits = thread_bits = 0
+    for name, rows in hardware.bases.items():
+        for (offset,) in rows:
+            if name == "register":
+                reg_bits |= offset
+            else:
+                thread_bits |= offset
+    if reg_bits & thread_bits:
+        return per_register
+    base = per_register(0)
+
+    def ptr(r):
+        offset = hardware.apply(register=r)[0]
+        return base if offset == 0 else ctx.b.gep(base, [I32(offset * nbytes)], source_etype=I8)
+
+    return ptr
+
+
+def _source_pointers(ctx, src, lay, nbytes: int):
+    """fn(register r) -> its global pointer, taken from the thread's register at the start of
+    r's aligned block of contiguous addresses (AxisInfo contiguity along the pointers' most
+    contiguous dim) plus a constant byte offset. A copy narrower than those blocks (a tile
+    transposed into a K-major buffer by 4-byte copies) then keeps one 64-bit pointer live per
+    block, not one per element."""
+    ptrs = ctx.regs(src, lay)
+    info = _axis(src)
+    if info is None:
+        return lambda r: ptrs[r]
+    d = max(range(lay.rank), key=lambda i: info.contiguity[i])
+    block = min(info.contiguity[d], lay.shape[d])
+    block = 1 << (block.bit_length() - 1)
+    shift = lay.dim_shift(d)
+    low = (block - 1) << shift
+    if block == 1 or any(b & lay.thread_bits for b in lay.reg):  # coordinates not thread | register
+        return lambda r: ptrs[r]
+
+    def ptr(r):
+        flat = lay.reg_flat[r]
+        head = lay.reg_of_flat.get(flat & ~low, r)
+        if head == r:
+            return ptrs[r]
+        return ctx.b.gep(ptrs[head], [I64(((flat & low) >> shift) * nbytes)], source_etype=I8)
+
+    return ptr
 
 
 def _commit_group(ctx, op: ttg.AsyncCommitGroupOp) -> None:
@@ -66,10 +134,17 @@ def _commit_group(ctx, op: ttg.AsyncCommitGroupOp) -> None:
 
 def _wait(ctx, op: ttg.AsyncWaitOp) -> None:
     ctx.asm(ir.VoidType(), f"cp.async.wait_group {op.pending};", "", [], side_effect=True)
-    if ctx.target.arch >= 90:  # the copies' bytes may be read by wgmma (the async proxy) next
+    if ctx.target.arch >= 90 and _in_kernel_with_wgmma(op):  # wgmma (the async proxy) may read next
         ctx.asm(ir.VoidType(), FENCE_ASYNC_PROXY, "", [], side_effect=True)
     ctx.barriers.barrier()
     ctx.set(op.result, None)
+
+
+def _in_kernel_with_wgmma(op) -> bool:
+    func = op.parent_op()
+    while func is not None and not isinstance(func, tt.FuncOp):
+        func = func.parent_op()
+    return func is not None and any(isinstance(o, ttng.WarpGroupDotOp) for o in func.walk())
 
 
 # op class -> fn(ctx, op): NVIDIA's rules for the pipeliner's ops

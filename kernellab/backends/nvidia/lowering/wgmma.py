@@ -2,14 +2,19 @@
 shared memory through matrix descriptors (sm_90a).
 
 Each warp group (4 consecutive warps) computes 64 rows of the tile per instruction
-`wgmma.mma_async.sync.aligned.m64nNkK.f32.{f16,bf16,e4m3,e5m2}` (K: 32 bytes of
-operand, 16 or 32 elements): the accumulator's MMA v3 layout gives
+`wgmma.mma_async.sync.aligned.m64nNkK.f32.{f16,bf16,e4m3,e5m2,tf32}` or `.s32.s8.s8` (K: 32
+bytes of operand, 16, 32 or 8 elements; tf32 takes the fp32 bits and ignores the low 13 of the
+mantissa, int8 accumulates exactly in s32): the accumulator's MMA v3 layout gives
 every warp 16 rows, and instruction register i of a thread holds row 8*((i >> 1) & 1) and
 column (i & 1) + 8*(i >> 2) of the thread's part (the layout's register bases say which
 accumulator register that is). Each K step issues one instruction per 64-row repeat and per
 N repeat; the steps run between `wgmma.fence` and one `commit_group`, then `wait_group 0`, or,
 for an asynchronous dot, nothing: a `ttng.warp_group_dot_wait` later waits (wait_group N with
 the accumulator's registers passed through it, so nothing reads them earlier).
+
+fp8 with `maxNumImpreciseAcc = N <= K` (tl.dot's max_num_imprecise_acc) runs each N of K into
+a fresh accumulator (zeros in, `wait_group 0`) and adds it into the fp32 one: synchronous, but
+rounded like fp32 every N products.
 
 A register operand A (#ttg.dot_op with the MMA v3 parent) is passed as four .b32 registers per
 instruction, each two consecutive K elements: per warp the fragment of mma.sync's m16n8k16 A,
@@ -33,7 +38,14 @@ barrier.
 from __future__ import annotations
 
 import llvmlite.ir as ir
-from xdsl.dialects.builtin import BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    IntegerType,
+)
 
 from kernellab.backends.llvm.layout import _log2
 from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval
@@ -42,7 +54,8 @@ from kernellab.backends.nvidia.lowering.mma import fragment_packer
 from kernellab.ir import ttg, ttng
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
-_KINDS = {Float16Type: "f16", BFloat16Type: "bf16", Float8E4M3FNType: "e4m3", Float8E5M2Type: "e5m2"}
+_KINDS = {Float16Type: "f16", BFloat16Type: "bf16", Float8E4M3FNType: "e4m3", Float8E5M2Type: "e5m2",
+          Float32Type: "tf32", IntegerType: "s8"}  # fmt: skip
 FENCE_ASYNC_PROXY = "fence.proxy.async.shared::cta;"
 
 
@@ -70,40 +83,68 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     kinds = [_KINDS[type(v.type.element_type)] for v in (op.a, op.b)]
     text = _instruction_text(n_instr, k_instr, kinds, a_operand.transposed, b_desc.transposed, a_in_registers)
     count = n_instr // 2
+    acc_type, acc_constraint = _accumulator(op)
     a_constraints = ["r"] * 4 if a_in_registers else ["l"]
-    constraints = ",".join(["=f"] * count + a_constraints + ["l"] + [str(i) for i in range(count)])
-    result_type = ir.LiteralStructType([F32] * count)
+    constraints = ",".join([acc_constraint] * count + a_constraints + ["l"] + [str(i) for i in range(count)])
+    result_type = ir.LiteralStructType([acc_type] * count)
 
-    ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
-    for kk in range(0, k, k_instr):
-        for m_rep in range(0, m, 16 * wm):
-            rows = b.add(group_row, I32(m_rep))
-            for n_rep in range(0, n, n_instr * wn):
-                cols = b.add(warp_col, I32(n_rep))
-                slots = [_register(lay, m_rep + 8 * ((i >> 1) & 1), n_rep + (i & 1) + 8 * (i >> 2))
-                         for i in range(count)]  # fmt: skip
-                a_args = a_operand.fragment(m_rep, kk) if a_in_registers else [a_operand.at(rows, I32(kk))]
-                args = a_args + [b_desc.at(I32(kk), cols)] + [regs[r] for r in slots]
-                out = ctx.asm(result_type, text, constraints, args, side_effect=True)
-                for i, r in enumerate(slots):
-                    regs[r] = b.extract_value(out, i)
-    ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
-    if op.is_async is None:
-        regs = _wait(ctx, regs, 0)
+    promote = _promotion_k(op, k, k_instr)
+    for k0 in range(0, k, promote or k):
+        sums = [ir.Constant(acc_type, 0.0)] * len(regs) if promote else regs
+        ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
+        for kk in range(k0, k0 + (promote or k), k_instr):
+            for m_rep in range(0, m, 16 * wm):
+                rows = b.add(group_row, I32(m_rep))
+                for n_rep in range(0, n, n_instr * wn):
+                    cols = b.add(warp_col, I32(n_rep))
+                    slots = [_register(lay, m_rep + 8 * ((i >> 1) & 1), n_rep + (i & 1) + 8 * (i >> 2))
+                             for i in range(count)]  # fmt: skip
+                    a_args = a_operand.fragment(m_rep, kk) if a_in_registers else [a_operand.at(rows, I32(kk))]
+                    args = a_args + [b_desc.at(I32(kk), cols)] + [sums[r] for r in slots]
+                    out = ctx.asm(result_type, text, constraints, args, side_effect=True)
+                    for i, r in enumerate(slots):
+                        sums[r] = b.extract_value(out, i)
+        ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
+        if promote:  # this chunk's imprecise sum, added into the fp32 accumulator
+            regs = [b.fadd(acc, part) for acc, part in zip(regs, _wait(ctx, sums, 0, op))]
+        else:
+            regs = sums
+    if op.is_async is None and not promote:
+        regs = _wait(ctx, regs, 0, op)
     ctx.set(op.d, TV(regs, lay, op.d.type.element_type))
+
+
+def _promotion_k(op, k: int, k_instr: int) -> int:
+    """K elements per partial sum when fp8 products are promoted (maxNumImpreciseAcc = N with
+    N <= K, as Triton: Hopper's fp8 tensor cores add into the accumulator with about 13
+    significant bits, so each run of N is summed in a fresh accumulator, waited for and added
+    into the fp32 one); 0: one sum over all of K, in the accumulator itself."""
+    attr = op.max_num_imprecise_acc
+    limit = attr.value.data if attr is not None else 0
+    if not 0 < limit <= k:
+        return 0
+    return max(k_instr, limit // k_instr * k_instr)
 
 
 def _warp_group_dot_wait(ctx, op: ttng.WarpGroupDotWaitOp) -> None:
     tv = ctx.get(op.src)
-    ctx.set(op.result, TV(_wait(ctx, list(tv.regs), op.pendings.value.data), tv.lay, tv.elem))
+    ctx.set(op.result, TV(_wait(ctx, list(tv.regs), op.pendings.value.data, op), tv.lay, tv.elem))
 
 
-def _wait(ctx, regs: list, pendings: int) -> list:
+def _accumulator(op) -> tuple[ir.Type, str]:
+    """The accumulator registers' LLVM type and inline-asm constraint: s32 for int8, else f32."""
+    if isinstance(op.results[0].type.element_type, IntegerType):
+        return I32, "=r"
+    return F32, "=f"
+
+
+def _wait(ctx, regs: list, pendings: int, op) -> list:
     """`wgmma.wait_group pendings` with the accumulator registers passed through it, so that
     nothing reads them before it (LLVM sees the wait produce them)."""
     count = len(regs)
-    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)])
-    result_type = ir.LiteralStructType([F32] * count)
+    acc_type, acc_constraint = _accumulator(op)
+    constraints = ",".join([acc_constraint] * count + [str(i) for i in range(count)])
+    result_type = ir.LiteralStructType([acc_type] * count)
     out = ctx.asm(result_type, f"wgmma.wait_group.sync.aligned {pendings};", constraints, regs,
                   side_effect=True)  # fmt: skip
     return [ctx.b.extract_value(out, i) for i in range(count)]
@@ -111,22 +152,24 @@ def _wait(ctx, regs: list, pendings: int) -> list:
 
 def _instruction_text(n_instr: int, k_instr: int, kinds, trans_a: bool, trans_b: bool,
                       a_in_registers: bool = False) -> str:  # fmt: skip
-    """16-bit operands take the transpose immediates (a register A none of its own); fp8 ones
-    are K-major only and take none."""
+    """16-bit operands take the transpose immediates (a register A none of its own); fp8 and
+    tf32 ones are K-major only and take none; s8 ones take no scale immediates either (the
+    accumulator is s32)."""
     count = n_instr // 2
     outs = ",".join(f"${i}" for i in range(count))
-    if "e4m3" in kinds or "e5m2" in kinds:
-        transposes = ""
-    elif a_in_registers:
-        transposes = f", {int(trans_b)}"
+    if kinds[0] == "s8":
+        immediates = ""
+    elif kinds[0] in ("f16", "bf16"):
+        immediates = f", 1, 1, {int(trans_b)}" if a_in_registers else f", 1, 1, {int(trans_a)}, {int(trans_b)}"
     else:
-        transposes = f", {int(trans_a)}, {int(trans_b)}"
+        immediates = ", 1, 1"
+    dtype = "s32" if kinds[0] == "s8" else "f32"
     a_text = f"{{${count}, ${count + 1}, ${count + 2}, ${count + 3}}}" if a_in_registers else f"${count}"
     b_index = count + (4 if a_in_registers else 1)
     return (
         "{ .reg .pred p; setp.eq.u32 p, 1, 1; "
-        f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k_instr}.f32.{kinds[0]}.{kinds[1]} "
-        f"{{{outs}}}, {a_text}, ${b_index}, p, 1, 1{transposes}; }}"
+        f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k_instr}.{dtype}.{kinds[0]}.{kinds[1]} "
+        f"{{{outs}}}, {a_text}, ${b_index}, p{immediates}; }}"
     )
 
 
