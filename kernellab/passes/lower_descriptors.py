@@ -8,17 +8,25 @@ bounds checks and errors then see ordinary pointers, located at the descriptor's
 target without a tile copy engine run this form. A target with one (Hopper's TMA) passes `keep`:
 the accesses it can copy whole stay ops, each other one is lowered here and the record says why
 (`plain(<reason>)`).
+
+A kept store whose offsets are not known to be non-negative is guarded: TMA clips a tile past
+the end of the tensor but faults on a negative coordinate (an illegal instruction, on Hopper,
+for Triton's TMA stores too), while a descriptor store anywhere is defined. So the kept store
+runs under `scf.if` all offsets >= 0 (uniform: the offsets are scalars), and its masked form in
+the other branch (`guard-store` in the record). Known non-negative offsets (constants >= 0,
+program ids) need no guard.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, i1, i32
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i1, i32
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from kernellab.ir import arith, tt
+from xdsl.dialects import scf
 from kernellab.passes.rewrite import Rewrites
 
 NAME = "lower_descriptors"
@@ -36,11 +44,45 @@ def run(module: ModuleOp, keep: Callable[[Operation], str] | None = None) -> Rew
             reason = keep(op)
             if not reason:
                 rewrites.note("kept")
+                if isinstance(op, tt.DescriptorStoreOp) and not all(_non_negative(o) for o in op.offsets):
+                    _guard_negative_offsets(op)
+                    rewrites.note("guard-store")
                 continue
             rewrites.note(f"plain({reason})")
         lower(op)
         rewrites.note("lower-load" if isinstance(op, tt.DescriptorLoadOp) else "lower-store")
     return rewrites
+
+
+def _non_negative(value: SSAValue) -> bool:
+    """Known >= 0 without analysis: a constant >= 0 or a program id."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data >= 0
+    return isinstance(owner, (tt.GetProgramIdOp, tt.GetNumProgramsOp))
+
+
+def _guard_negative_offsets(op: tt.DescriptorStoreOp) -> None:
+    """`op` (kept whole) under `scf.if` all offsets >= 0, its masked form otherwise."""
+    checks: list[Operation] = []
+    zero = arith.ConstantOp.of(0, i32)
+    checks.append(zero)
+    cond = None
+    for offset in op.offsets:
+        ge = arith.CmpiOp("sge", offset, zero.result)
+        checks.append(ge)
+        if cond is not None:
+            checks.append(arith.AndiOp(cond, ge.result))
+        cond = checks[-1].results[0]
+    for o in checks:
+        o.location = op.location
+    Rewriter.insert_op(checks, InsertPoint.before(op))
+    plain = op.clone()
+    whole = op.clone()
+    guarded = scf.IfOp(cond, [], [whole, scf.YieldOp()], [plain, scf.YieldOp()])
+    guarded.location = op.location
+    Rewriter.replace_op(op, guarded, [])
+    lower(plain)
 
 
 def lower(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> None:

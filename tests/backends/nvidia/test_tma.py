@@ -121,7 +121,7 @@ def test_device_side_descriptors_over_parameters_use_tma_where_the_specializatio
         assert reason in summary and "ttng." not in ck.asm["ttgir"]
         assert ck.metadata.get("tma_descriptors") is None
         return
-    assert summary == "2× kept" and "cp.async.bulk.tensor.2d" in ck.asm["ptx"]
+    assert summary == "2× kept, 1× guard-store" and "cp.async.bulk.tensor.2d" in ck.asm["ptx"]
     x, y = (TmaDescriptor.of(d) for d in ck.metadata["tma_descriptors"])
     assert x.param == "device-side descriptor over argument 0" and x.base == ("arg", 0)
     assert x.shape == (("arg", 2), ("arg", 3)) and x.strides == (("arg", 3), ("value", 1))
@@ -323,7 +323,7 @@ def test_block_pointers_checked_on_every_dim_are_descriptor_accesses():
     ck = compiled(block_pointer_matmul_kernel, args, {"BM": 64, "BN": 64, "BK": 32}, num_warps=4)
     # the loop carries the block pointers; canonicalize forwards the fields it never changes
     assert "forward-unchanged-iter-arg" in record(ck, "canonicalize").summary
-    assert record(ck, "lower_descriptors").summary == "3× kept"
+    assert record(ck, "lower_descriptors").summary == "3× kept, 1× guard-store"
     check(ck.asm["ttgir"], ["scf.for", "ttng.wait_barrier", "ttng.warp_group_dot", "scf.yield",
                             "ttng.async_tma_copy_local_to_global"])  # fmt: skip
     # checked on one dim only: masked pointer accesses, as before
@@ -331,3 +331,26 @@ def test_block_pointers_checked_on_every_dim_are_descriptor_accesses():
     meta = {"BM": 16, "BN": 32, "CHECK": (0,), "PADDING": ""}
     partial = compiled(copy_tiles_kernel, (x, x, 64, 64, 64, 1), meta)
     check_not(partial.asm["ttir"], ["tt.descriptor_"])
+
+
+@kl.jit
+def corner_store_kernel(x_desc, y_desc, i, BM: tl.constexpr, BN: tl.constexpr):
+    """A store at a row the launch gives (maybe negative) and one at a program id."""
+    tile = x_desc.load([0, 0])
+    y_desc.store([i, 0], tile)
+    y_desc.store([tl.program_id(0), 0], tile)
+
+
+def test_a_tma_store_runs_only_at_non_negative_offsets():
+    """TMA faults on a negative store coordinate (Hopper: an illegal instruction, Triton's
+    stores too), so a kept store whose offsets are not known to be >= 0 runs under scf.if, with
+    its masked form in the other branch; a store at a program id needs no guard (nor one at a
+    constant: the guard folds away)."""
+    ck = compiled(corner_store_kernel, (*descriptors((64, 64), [32, 64]), -3), {"BM": 32, "BN": 64})
+    assert record(ck, "lower_descriptors").summary == "3× kept, 1× guard-store"
+    ttgir = ck.asm["ttgir"]
+    guarded = ttgir[ttgir.index("scf.if"):]
+    assert "ttng.async_tma_copy_local_to_global" in guarded and "} else {" in guarded
+    assert "tt.store" in guarded[guarded.index("} else {"):]
+    assert ttgir.count("ttng.async_tma_copy_local_to_global") == 2
+    assert len(ck.asm["cubin"]) > 0
