@@ -5,8 +5,10 @@ accesses and names the reason in its record): a 2-D tile of 8-, 16-, 32- or 64-b
 whose rows span at least 32 bytes (the tile lands in the `#ttg.nvmma_shared` layout, whose
 32/64/128-byte swizzle is the TMA's own), at most 256 rows, and a multiple of 8 rows when the
 row is cut into several swizzle-wide panels (each panel starts where the swizzle pattern does),
-of a descriptor whose base, shape and strides are kernel parameters or constants, so that the
-launcher can encode its tensor map from the arguments. For a host `TensorDescriptor` the rest
+at an innermost offset AxisInfo knows to be a multiple of 16 bytes (a box starting elsewhere
+faults: an illegal instruction on Hopper), of a descriptor whose base, shape and strides are
+kernel parameters or constants, so that the launcher can encode its tensor map from the
+arguments. For a host `TensorDescriptor` the rest
 TMA needs (a 16-byte aligned base, strides multiples of 16 bytes, the last stride 1) is checked
 at launch; a device-side one (`tl.make_tensor_descriptor` over parameters) qualifies only where
 the specialization already promises it (`tt.divisibility` of the base and strides), and keeps
@@ -54,6 +56,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from kernellab.ir import arith, tt, ttg, ttng
 from kernellab.passes import lower_descriptors
 from kernellab.passes.rewrite import Rewrites
+from kernellab.passes.ttgir import axis_info
 
 NAME = "tma"
 
@@ -81,6 +84,9 @@ def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
         return f"a TMA box has at most {MAX_BOX} rows, the tile has {rows}"
     if row_bytes > swizzle_of(op) and rows % 8:
         return f"{rows} rows: panels of a swizzled tile start on 8-row boundaries"
+    if axis_info.analyze(_module(op))[op.offsets[-1]].element_divisibility() * bits // 8 % 16:
+        return ("the innermost offset is not known to be a multiple of 16 bytes (a TMA box must "
+                "start on one: the hardware faults otherwise; tl.multiple_of can promise it)")  # fmt: skip
     if not all(_source(v) is not None for v in (op.base, *op.shape, *op.strides)):
         what = "host descriptor's" if op.host is not None else "device-side descriptor's"
         return (f"the {what} base, shape and strides are not kernel parameters or constants: its "
@@ -111,6 +117,12 @@ def _device_side_alignment(op, nbytes: int) -> str:
         if divisibility(stride) * nbytes % 16:
             return f"a device-side descriptor's stride {d} is not known to be a multiple of 16 bytes"
     return ""
+
+
+def _module(op) -> ModuleOp:
+    while not isinstance(op, ModuleOp):
+        op = op.parent_op()
+    return op
 
 
 def _function(op) -> tt.FuncOp:

@@ -354,3 +354,25 @@ def test_a_tma_store_runs_only_at_non_negative_offsets():
     assert "tt.store" in guarded[guarded.index("} else {"):]
     assert ttgir.count("ttng.async_tma_copy_local_to_global") == 2
     assert len(ck.asm["cubin"]) > 0
+
+
+@kl.jit
+def column_shift_kernel(x_desc, y_ptr, J: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    tile = x_desc.load([tl.program_id(0) * BM, tl.program_id(1) * BN + J])
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(y_ptr + offs, tile)
+
+
+@pytest.mark.parametrize(("shift", "kept"), [(5, False), (8, True)])
+def test_a_box_must_start_on_16_bytes(shift, kept):
+    """A TMA box starting off a 16-byte boundary faults (Hopper: an illegal instruction), so a
+    load whose innermost offset AxisInfo cannot prove a multiple of 16 bytes (8 fp16 columns)
+    stays a masked load, and the record says why."""
+    x, _ = descriptors((64, 128), [32, 64])
+    ck = compiled(column_shift_kernel, (x, np.zeros(32 * 64, np.float16)), {"J": shift, "BM": 32, "BN": 64})
+    summary = record(ck, "lower_descriptors").summary
+    if kept:
+        assert summary == "1× kept" and "cp.async.bulk.tensor.2d" in ck.asm["ptx"]
+    else:
+        assert "innermost offset is not known to be a multiple of 16 bytes" in summary
+        assert "ttng." not in ck.asm["ttgir"]

@@ -32,13 +32,14 @@ def torch():
 
 @kl.jit
 def edge_tiles_kernel(x_desc, y_desc, tiles_ptr, BM: tl.constexpr, BN: tl.constexpr):
-    """Program (p, q) reads the tile at ((p - 1) * BM + 3, (q - 1) * BN + 5): the grid's first
-    and last tiles straddle all four edges. The tile goes whole to `tiles` (padding included)
+    """Program (p, q) reads the tile at ((p - 1) * BM + 3, (q - 1) * BN + 8): the grid's first
+    and last tiles straddle all four edges (a column offset of 8 keeps the box start on 16
+    bytes, which TMA needs). The tile goes whole to `tiles` (padding included)
     and, as 2x + 1, through y_desc at the same place (clipped)."""
     p = tl.program_id(0)
     q = tl.program_id(1)
     i = (p - 1) * BM + 3
-    j = (q - 1) * BN + 5
+    j = (q - 1) * BN + 8
     tile = x_desc.load([i, j])
     flat = (p * tl.num_programs(1) + q) * BM * BN
     offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
@@ -53,7 +54,7 @@ def device_edge_tiles_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.conste
     x_desc = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN], padding_option=PADDING)
     y_desc = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BM, BN])
     i = (tl.program_id(0) - 1) * BM + 3
-    j = (tl.program_id(1) - 1) * BN + 5
+    j = (tl.program_id(1) - 1) * BN + 8
     y_desc.store([i, j], x_desc.load([i, j]) * 2 + 1)
 
 
