@@ -232,8 +232,8 @@ def _alias_types() -> tuple:
 def _kind(op_name: str) -> str:
     if op_name in CONVERT_OPS:
         return "convert"
-    if op_name in SHARED_OPS or op_name.startswith(("ttg.local_", "ttg.async_copy")):
-        return "shared"
+    if op_name in SHARED_OPS or op_name.startswith(("ttg.local_", "ttg.async_copy", "ttng.async_tma")):
+        return "shared"  # TMA copies, too: a tile between global and shared memory
     if op_name in GLOBAL_MEMORY_OPS:
         return "global"
     if op_name == "tt.dot":

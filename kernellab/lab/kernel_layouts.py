@@ -24,6 +24,9 @@ KINDS = {
     "ttg.swizzled_shared": "swizzled_shared",
 }
 
+# the ops that use a shared buffer as an mbarrier (TMA's completion), not as data
+MBARRIER_OPS = {"ttng.init_barrier", "ttng.inval_barrier", "ttng.barrier_expect", "ttng.wait_barrier"}
+
 
 @dataclass
 class KernelLayout:
@@ -182,6 +185,8 @@ def shared_buffers(ck) -> list[SharedBuffer]:
         encoding = memdesc.encoding
         if KINDS.get(getattr(encoding, "name", "")) != "swizzled_shared" or len(memdesc.shape) < 2:
             continue
+        if _holds_mbarriers(op.results[0]):  # a TMA ring's barriers: 8 bytes a slot, no data
+            continue
         shape = tuple(memdesc.shape[-2:])
         stages = _size(memdesc.shape[:-2])
         elem = element_bytes(memdesc.element_type)
@@ -197,6 +202,24 @@ def shared_buffers(ck) -> list[SharedBuffer]:
         buffers.append(SharedBuffer(f"%{names.get(op.results[0], '?')}", shape, stages, elem, encoding,
                                     aliases.get(encoding) or type_str(encoding), _unique(accesses)))  # fmt: skip
     return buffers
+
+
+def _views(buffer):
+    """`buffer` and every view of it (a ring buffer's stage slices)."""
+    out, todo = [], [buffer]
+    while todo:
+        value = todo.pop()
+        out.append(value)
+        for use in value.uses:
+            if use.operation.name in ("ttg.memdesc_subview", "ttg.memdesc_index") and use.operation.results:
+                todo.append(use.operation.results[0])
+    return out
+
+
+def _holds_mbarriers(buffer) -> bool:
+    return any(
+        use.operation.name in MBARRIER_OPS for view in _views(buffer) for use in view.uses
+    )
 
 
 def _accessors(buffer):
