@@ -8,7 +8,7 @@ Measures:
   vector add   fp32, 2^24 elements, BLOCK 1024; GB/s counting 3 arrays
   softmax      fp32, 4096 x 1024, one program per row; GB/s counting read + write
   layer norm   fp32 forward, 4096 x 4096, BLOCK 1024; GB/s counting x, y, w, b (mean, rstd)
-  matmul       fp32 (input_precision="ieee"), 1024^3 and 2048^3, 32 x 32 x 32... tiles; GFLOP/s (2MNK)
+  matmul       fp32 (input_precision="ieee"), 1024^3 and 2048^3, 128 x 128 x 128 tiles; GFLOP/s (2MNK)
   compile      the first kl.compile of vector add for the CPU in a fresh process (clean cache)
 
 Every kernellab result is checked (against numpy in float64) before it is timed. Times are
@@ -169,7 +169,12 @@ def layer_norm(quick: bool):
                 interpreter=run, interpreter_ok=True)  # fmt: skip
 
 
-MATMUL_TILE = dict(BM=16, BN=32, BK=32)
+# The dot's micro-kernel runs 4 x 4 zmm blocks of C whatever the tile; a larger tile copies less
+# per FMA (A's copy per K step is 1/BN of its FMAs, B's 1/BM, C's 1/BK). Measured at 2048^3 on 2
+# AVX-512 cores, best of 7: 16x32x32 80 GFLOP/s, 64x128x64 133, 128x128x64 140, 128x128x128 156
+# (torch 180). The price is compile time: about 18 s for this tile, 6 s for 64x128x64, 1 s for
+# 16x32x32 (LLVM's code generation of the tile-wide loads and shuffles).
+MATMUL_TILE = dict(BM=128, BN=128, BK=128)
 
 
 def matmul(size: int, quick: bool):

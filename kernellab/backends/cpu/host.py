@@ -26,10 +26,25 @@ def new_host_machine():
     )
 
 
+@functools.cache
+def vector_registers() -> tuple[int, int]:
+    """(how many, bytes each) of the host's vector registers, for register-blocked code (tl.dot's
+    micro-tile): AVX-512 32 x 64, AVX 16 x 32, AArch64 NEON 32 x 16, else SSE's 16 x 16."""
+    llvm = binding()
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        return 32, 64
+    if features.get("avx"):
+        return 16, 32
+    if llvm.get_process_triple().startswith(("aarch64", "arm64")):
+        return 32, 16
+    return 16, 16
+
+
 def host_description() -> str:
     """'x86_64-unknown-linux-gnu (znver5)': what compiled code runs on."""
     llvm = binding()
     return f"{llvm.get_process_triple()} ({llvm.get_host_cpu_name()})"
 
 
-__all__ = ["host_machine", "new_host_machine", "host_description"]
+__all__ = ["host_machine", "new_host_machine", "host_description", "vector_registers"]

@@ -1,14 +1,15 @@
-"""tt.dot on the CPU: a loop over k of vector multiply-adds into an accumulator held in
-registers.
+"""tt.dot on the CPU: a register-blocked micro-kernel, as BLAS libraries do.
 
-With one thread holding A, B and C whole, C += A·B is an outer-product loop over k: C's rows
-are M vectors of N lanes, and step k adds a[m, k] (broadcast) × row k of B to each, one vector
-FMA per row. The operands go row-major into stack arrays once, and the k loop reads row k of B
-and column k of A from them: the loop body is M FMAs whatever K is, so LLVM's code generation
+With one thread holding A, B and C whole, C += A·B is an outer-product loop over k. The
+operands go row-major into stack arrays once, C into a third. C is then covered by micro-tiles
+of MR rows × NV host vectors (`micro_tile`: the most accumulators that fit the host's vector
+registers beside NV vectors of B and a broadcast of A, e.g. 4 × 4 zmm for fp32 on AVX-512);
+an LLVM loop over the micro-tiles loads each block, runs the k loop on it in registers (step k:
+NV loads of row k of B, MR broadcasts of a[m, k], MR·NV FMAs) and stores it back. Code size
 stays linear in the tile (straight-line code for every k made a 16×32×64 int8 dot take minutes
-to compile). The rows stay in the host's vector registers across the K steps when the tile
-fits them (AVX-512 has 32 registers of 16 fp32: a 16×32 accumulator takes all of them; pick
-BLOCK_M × BLOCK_N ≤ 256 fp32 there). K is summed in increasing order, each step one rounding,
+to compile), and the tile may be larger than the register file: the earlier form held every
+row of C across the k loop, so a 16×32 fp32 tile took all 32 zmm registers and LLVM rotated
+and spilled them each step. K is summed in increasing order, each step one rounding,
 as the interpreter does. Floats follow input_precision like the interpreter: for fp32 × fp32,
 "tf32" rounds each operand to tf32 first, "tf32x3" accumulates small·big, big·small and
 big·big of the operands' tf32 parts, "ieee" multiplies the values; fp16/bf16 operands widen
@@ -22,7 +23,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
-from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, permute, splat, vector_type
+from kernellab.backends.cpu.host import vector_registers
+from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, permute, splat, vector_type
 from kernellab.backends.llvm import dot as core_dot
 from kernellab.backends.llvm.portable import vector_name
 from kernellab.backends.llvm.types import BF16, F16, F32, F64, I32, PTR, TV, llty
@@ -101,8 +103,7 @@ def _convert(ctx, vec, ty):
 
 def _dot(ctx, op):
     c_lay = ctx.lay(op.c.type)
-    shape = c_lay.shape
-    *batch, M, N = shape
+    *batch, M, N = c_lay.shape
     rows_total = M * (batch[0] if batch else 1)
     K = op.a.type.get_shape()[-1]
     acc_ty = llty(op.d.type.element_type)
@@ -113,46 +114,104 @@ def _dot(ctx, op):
     a_parts = [_to_stack(ctx, v) for v in _parts(ctx, _row_major(ctx, op.a, work_ty), precision)]
     b_parts = [_to_stack(ctx, v) for v in _parts(ctx, _row_major(ctx, op.b, work_ty), precision)]
     acc = as_vector(ctx, ctx.get(op.c), c_lay)
-    rows = [_convert(ctx, permute(ctx, acc, [c_lay.reg_of_flat[i * N + n] for n in range(N)]), work_ty)
-            for i in range(rows_total)]  # fmt: skip
-    step = _multiply_add(ctx, work_ty, M, N, K, precision, a_parts, b_parts)
-    per_iteration = min(group or 1, K)
-
-    def iteration(rows, k0):
-        for j in range(per_iteration):
-            rows = step(rows, ctx.b.add(k0, I32(j)) if j else k0)
-        if group:  # round as the instruction does, go on in fp32
-            rows = [_convert(ctx, _convert(ctx, r, acc_ty), work_ty) for r in rows]
-        return rows
-
-    rows = core_dot.counted_loop(ctx, rows, K, per_iteration, iteration)
-    row_major = concat(ctx, [_convert(ctx, r, acc_ty) for r in rows])
-    out = permute(ctx, row_major, [c_lay.reg_flat[r] for r in range(c_lay.nregs)])
+    c_flat = _convert(ctx, permute(ctx, acc, [c_lay.reg_of_flat[f] for f in range(c_lay.numel)]), work_ty)
+    c_slot = _to_stack(ctx, c_flat)
+    tile = micro_tile(work_ty, M, N, len(a_parts), len(b_parts), vector_registers())
+    _tile_loop(ctx, tile, work_ty, M, N, K, rows_total, group, acc_ty, precision, a_parts, b_parts, c_slot)
+    c_flat = ctx.b.load(c_slot, typ=c_flat.type)
+    out = permute(ctx, _convert(ctx, c_flat, acc_ty), [c_lay.reg_flat[r] for r in range(c_lay.nregs)])
     ctx.set(op.d, VTV(ctx, out, c_lay, op.d.type.element_type))
 
 
-def _multiply_add(ctx, work_ty, M: int, N: int, K: int, precision: str, a_parts, b_parts):
-    """fn(rows, k) -> rows after step k: row (i, m) += a[i, m, k] · B[i, k, :] for each batch
-    index i (tf32x3: three terms, small·big, big·small, big·big, in the core's order)."""
+def micro_tile(work_ty, M: int, N: int, a_terms: int, b_terms: int, registers: tuple[int, int]) -> tuple[int, int, int]:
+    """(rows, vectors per row, lanes per vector) of the accumulator block the k loop keeps in
+    `registers` (how many, bytes each): the most accumulators that fit beside the B vectors and
+    the broadcast A values (two registers spare), then the fewest loads per step; rows divide
+    M, vectors are whole registers (or all of N when a row is narrower)."""
+    count, size = registers
+    lanes = min(N, size * 8 // _bits(work_ty))
+    best = None
+    mr = 1
+    while mr <= M:
+        nv = 1
+        while nv * lanes <= N:
+            if mr * nv + nv * b_terms + a_terms <= count - 2:
+                key = (mr * nv, -(mr * a_terms + nv * b_terms))
+                if best is None or key > best[0]:
+                    best = (key, (mr, nv, lanes))
+            nv *= 2
+        mr *= 2
+    return best[1] if best else (1, 1, lanes)
+
+
+def _bits(ty) -> int:
+    return ty.width if isinstance(ty, ir.IntType) else _WIDTH[ty]
+
+
+def _tile_loop(ctx, tile, work_ty, M, N, K, rows_total, group, acc_ty, precision, a_parts, b_parts, c_slot):
+    """C += A·B one micro-tile at a time (an LLVM loop over them): its accumulators loaded from
+    the C array, the k loop over them in registers, stored back. Each element still sums k in
+    increasing order, so the result is the same as one k loop over whole rows."""
     b = ctx.b
-    row_ty = vector_type(work_ty, N)
+    mr, nv, lanes = tile
+    cols = N // (nv * lanes)
+    vec_ty = vector_type(work_ty, lanes)
+    per_iteration = min(group or 1, K)
+
+    def at(base, index):
+        return b.gep(base, [index], source_etype=work_ty)
+
+    def one_tile(_, t):
+        r0 = b.mul(b.udiv(t, I32(cols)), I32(mr))
+        c0 = b.mul(b.urem(t, I32(cols)), I32(nv * lanes))
+        places = [at(c_slot, b.add(b.mul(b.add(r0, I32(m)), I32(N)), b.add(c0, I32(v * lanes))))
+                  for m in range(mr) for v in range(nv)]  # fmt: skip
+        regs = [b.load(p, typ=vec_ty) for p in places]
+        step = _multiply_add(ctx, work_ty, tile, N, K, precision, a_parts, b_parts, r0, c0, M)
+
+        def iteration(regs, k0):
+            for j in range(per_iteration):
+                regs = step(regs, b.add(k0, I32(j)) if j else k0)
+            if group:  # round as the instruction does, go on in fp32
+                regs = [_convert(ctx, _convert(ctx, r, acc_ty), work_ty) for r in regs]
+            return regs
+
+        regs = core_dot.counted_loop(ctx, regs, K, per_iteration, iteration)
+        for r, p in zip(regs, places):
+            b.store(r, b.bitcast(p, vec_ty.as_pointer()))  # llvmlite keeps the slot's own pointee
+        return []
+
+    core_dot.counted_loop(ctx, [], (rows_total // mr) * cols, 1, one_tile, name="dot.tile")
+
+
+def _multiply_add(ctx, work_ty, tile, N: int, K: int, precision: str, a_parts, b_parts, r0, c0, M: int):
+    """fn(regs, k) -> regs after step k: the micro-tile's row m (row r0 + m of C, in batch
+    i = r0 // M) += a[r0 + m, k] · B[i, k, c0:c0 + width] (tf32x3: three terms, small·big,
+    big·small, big·big, in the core's order)."""
+    b = ctx.b
+    mr, nv, lanes = tile
+    vec_ty = vector_type(work_ty, lanes)
     is_int = isinstance(work_ty, ir.IntType)
-    fma = None if is_int else ctx.intrinsic(f"llvm.fma.{vector_name(row_ty)}", row_ty, [row_ty, row_ty, row_ty])
+    fma = None if is_int else ctx.intrinsic(f"llvm.fma.{vector_name(vec_ty)}", vec_ty, [vec_ty, vec_ty, vec_ty])
     terms = [(1, 0), (0, 1), (0, 0)] if precision == "tf32x3" else [(0, 0)]  # (A part, B part)
+    b_base = b.add(b.mul(b.udiv(r0, I32(M)), I32(K * N)), c0)  # batch i's B, column c0
+    a_base = b.mul(r0, I32(K))
 
     def load(parts, index, ty):
         return [b.load(b.gep(p, [index], source_etype=work_ty), typ=ty) for p in parts]
 
-    def step(rows: list, k):
-        out, b_row = [], None
-        for r, row in enumerate(rows):
-            i, m = divmod(r, M)
-            if m == 0:  # row k of this batch's B
-                b_row = load(b_parts, b.add(b.mul(k, I32(N)), I32(i * K * N)), row_ty)
-            a_mk = [splat(ctx, a, N) for a in load(a_parts, b.add(k, I32((i * M + m) * K)), work_ty)]
-            for ia, ib in terms:
-                row = b.add(b.mul(a_mk[ia], b_row[ib]), row) if is_int else b.call(fma, [a_mk[ia], b_row[ib], row])
-            out.append(row)
+    def step(regs: list, k):
+        b_row = b.add(b_base, b.mul(k, I32(N)))
+        b_vecs = [load(b_parts, b.add(b_row, I32(v * lanes)), vec_ty) for v in range(nv)]
+        out = []
+        for m in range(mr):
+            a_mk = [splat(ctx, a, lanes) for a in load(a_parts, b.add(a_base, b.add(k, I32(m * K))), work_ty)]
+            for v in range(nv):
+                reg = regs[m * nv + v]
+                for ia, ib in terms:
+                    x, y = a_mk[ia], b_vecs[v][ib]
+                    reg = b.add(b.mul(x, y), reg) if is_int else b.call(fma, [x, y, reg])
+                out.append(reg)
         return out
 
     return step
@@ -167,4 +226,4 @@ def rules() -> dict:
     return {tt.DotOp: lower}
 
 
-__all__ = ["rules"]
+__all__ = ["rules", "micro_tile"]
