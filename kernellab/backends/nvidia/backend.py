@@ -22,8 +22,6 @@ from kernellab.backends.base import Backend, StageOutput, _parse_ir, module_stag
 from kernellab.backends.metadata import KernelMetadata
 from kernellab.backends.nvidia.header import read_header
 from kernellab.backends.options import CompileOptions
-from kernellab.backends.targets import NVIDIA_GENERIC_TARGETS as GENERIC_TARGETS
-from kernellab.backends.targets import is_nvidia_target
 from kernellab.backends.nvidia.ptx import (
     EXTERN_LIBS,
     entry_points,
@@ -79,6 +77,9 @@ class CudaArtifact:
 
 # -- target names ----------------------------------------------------------------------------
 
+GENERIC_TARGETS = ("cuda", "nvidia")
+
+
 def resolve_target(target: str) -> str:
     """'cuda'/'nvidia' → the visible GPU's 'sm_XY' (sm_90 without a GPU); 'sm_XY' as is."""
     if target in GENERIC_TARGETS:
@@ -86,6 +87,18 @@ def resolve_target(target: str) -> str:
 
         return driver.visible_arch() or DEFAULT_ARCH
     return parse_arch(target)[1]
+
+
+def is_nvidia_target(target) -> bool:
+    if not isinstance(target, str):
+        return False
+    if target in GENERIC_TARGETS:
+        return True
+    try:
+        parse_arch(target)
+        return True
+    except ValueError:
+        return False
 
 
 def make_options(target: str, **fields) -> NvidiaOptions:

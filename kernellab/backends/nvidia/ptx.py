@@ -20,7 +20,6 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from kernellab.backends.targets import parse_arch
 from kernellab.backends.toolchain import binding, llvm_lock, optimize, parse_verified
 from kernellab.passes.manager import PassOutcome
 
@@ -41,6 +40,15 @@ class PTXGenerationError(RuntimeError):
 
 
 _machines: dict[tuple, object] = {}
+
+
+def parse_arch(target: str) -> tuple[int, str]:
+    """'sm_90' → (90, 'sm_90'); 'sm_90a' → (90, 'sm_90a'). Raises ValueError for anything else."""
+    t = str(target)
+    digits = t[3:-1] if t.endswith("a") else t[3:]
+    if not (t.startswith("sm_") and len(digits) == 2 and digits.isdigit() and digits.isascii()):
+        raise ValueError(f"unknown NVIDIA target {target!r}; use 'sm_80', 'sm_90' or 'sm_90a'")
+    return int(digits), t
 
 
 def ptx_version() -> tuple[int, int]:
