@@ -43,20 +43,19 @@ class GatherShuffles:
     lane_masks: tuple[int, ...]
     register_masks: tuple[int, ...]
     dynamic: int
+    src_shape: tuple[int, ...]
+    res_shape: tuple[int, ...]
+    axis: int
 
-    def static_register(self, static_flat: int) -> int:
-        """The register bits not in `dynamic`, for a source index whose compile-time part (the
-        result register's own offset) is `static_flat`."""
-        out = 0
+    def candidates(self, res_register_flat: int) -> list[int]:
+        """Every register that may hold the source element of the result register whose own
+        offset (its register part, no thread) is `res_register_flat`: the static bits follow from
+        it, the dynamic ones take every value."""
+        static_flat = _off_axis(res_register_flat, self.src_shape, self.res_shape, self.axis)
+        base = 0
         for j, mask in enumerate(self.register_masks):
             if not self.dynamic >> j & 1:
-                out |= _parity(static_flat & mask) << j
-        return out
-
-    def candidates(self, static_flat: int) -> list[int]:
-        """Every register that may hold the element, given its compile-time part: the static
-        bits fixed, the dynamic ones taking every value."""
-        base = self.static_register(static_flat)
+                base |= _parity(static_flat & mask) << j
         dynamic_bits = [j for j in range(len(self.register_masks)) if self.dynamic >> j & 1]
         out = []
         for choice in range(1 << len(dynamic_bits)):
@@ -91,8 +90,8 @@ def shuffle_plan(src: LinearLayout, result: LinearLayout, axis: int) -> GatherSh
     n_regs, n_lanes = len(src_bases["register"]), len(src_bases["lane"])
     axis_bits = _dim_mask(src_shape, axis)
 
-    def moved(res_flat: int) -> int:  # a result offset off the axis, as a source offset
-        return source_flat(res_flat & ~_dim_mask(res_shape, axis), 0, src_shape, res_shape, axis)
+    def moved(res_flat: int) -> int:
+        return _off_axis(res_flat, src_shape, res_shape, axis)
 
     for w, src_warp in enumerate(src_bases["warp"]):
         if not src_warp:
@@ -113,7 +112,9 @@ def shuffle_plan(src: LinearLayout, result: LinearLayout, axis: int) -> GatherSh
     dynamic = sum(1 << j for j, mask in enumerate(register_masks) if mask & runtime)
     if 1 << bin(dynamic).count("1") > MAX_CANDIDATES:
         return None
-    return GatherShuffles(tuple(masks[n_regs : n_regs + n_lanes]), register_masks, dynamic)
+    return GatherShuffles(
+        tuple(masks[n_regs : n_regs + n_lanes]), register_masks, dynamic, src_shape, res_shape, axis
+    )
 
 
 def source_flat(res_flat: int, index: int, src_shape, res_shape, axis: int) -> int:
@@ -123,6 +124,11 @@ def source_flat(res_flat: int, index: int, src_shape, res_shape, axis: int) -> i
     low = sum(log2(s) for s in src_shape[axis + 1 :])
     high = res_flat >> (low + log2(res_shape[axis]))
     return (high << (low + log2(src_shape[axis]))) | (index << low) | (res_flat & ((1 << low) - 1))
+
+
+def _off_axis(res_flat: int, src_shape, res_shape, axis: int) -> int:
+    """The source offset of a result offset's position off the axis (axis coordinate 0)."""
+    return source_flat(res_flat & ~_dim_mask(res_shape, axis), 0, src_shape, res_shape, axis)
 
 
 def _flat_bases(layout: LinearLayout, dim: str) -> list[int]:

@@ -30,7 +30,7 @@ from kernellab.backends.llvm.smem_vectors import aligned_run, load_run, smem_ele
 from kernellab.backends.llvm.types import I32, TV
 from kernellab.backends.llvm.warp_shuffle import shuffle
 from kernellab.ir import tt
-from kernellab.layouts.gather import GatherShuffles, shuffle_plan, source_flat
+from kernellab.layouts.gather import GatherShuffles, shuffle_plan
 
 
 def _plan(ctx, op) -> GatherShuffles | None:
@@ -100,8 +100,7 @@ def _within_warps(ctx, op, src, idx, res_lay, axis, plan: GatherShuffles) -> dic
         flat = ctx.flat_index(res_lay, r)
         offset = source_offset(b, flat, index_i32(b, idx.regs[r], n), src_lay, res_lay, axis)
         lane = _bits_of(ctx, offset, plan.lane_masks)
-        static = source_flat(res_lay.reg_flat[r] & ~_axis_mask(res_lay, axis), 0, src_lay.shape, res_lay.shape, axis)
-        candidates = plan.candidates(static)
+        candidates = plan.candidates(res_lay.reg_flat[r])
         chosen = _bits_of(ctx, offset, [plan.register_masks[j] for j in dynamic_bits]) if len(candidates) > 1 else None
         value = None
         for k, register in enumerate(candidates):
@@ -125,10 +124,6 @@ def _bits_of(ctx, value, masks):
             picked = b.lshr(picked, I32(mask.bit_length() - 1))
         out = b.or_(out, b.shl(picked, I32(j)) if j else picked)
     return out
-
-
-def _axis_mask(lay, axis: int) -> int:
-    return (lay.shape[axis] - 1) << lay.dim_shift(axis)
 
 
 def _through_shared(ctx, op, src, idx, res_lay, axis, plan) -> dict:
