@@ -84,7 +84,7 @@ def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
         return f"a TMA box has at most {MAX_BOX} rows, the tile has {rows}"
     if row_bytes > swizzle_of(op) and rows % 8:
         return f"{rows} rows: panels of a swizzled tile start on 8-row boundaries"
-    if axis_info.analyze(_module(op))[op.offsets[-1]].element_divisibility() * bits // 8 % 16:
+    if axis_info.analyze(op.get_toplevel_object())[op.offsets[-1]].element_divisibility() * bits // 8 % 16:
         return ("the innermost offset is not known to be a multiple of 16 bytes (a TMA box must "
                 "start on one: the hardware faults otherwise; tl.multiple_of can promise it)")  # fmt: skip
     if not all(_source(v) is not None for v in (op.base, *op.shape, *op.strides)):
@@ -117,12 +117,6 @@ def _device_side_alignment(op, nbytes: int) -> str:
         if divisibility(stride) * nbytes % 16:
             return f"a device-side descriptor's stride {d} is not known to be a multiple of 16 bytes"
     return ""
-
-
-def _module(op) -> ModuleOp:
-    while not isinstance(op, ModuleOp):
-        op = op.parent_op()
-    return op
 
 
 def _function(op) -> tt.FuncOp:
