@@ -30,6 +30,9 @@ class CompileOptions:
     # {library name: path to its bitcode} (Triton's option; backends/extern_libs.py): the NVIDIA
     # backend links 'libdevice' and calls its functions; elsewhere kernellab's own code runs.
     extern_libs: dict | None = None
+    # Triton's name and default: a kernel's float a * b + c may become one fused multiply-add
+    # (rounded once); False keeps every operation rounded on its own, as the interpreter does.
+    enable_fp_fusion: bool = True
 
     def __post_init__(self):
         if self.extern_libs is not None:  # a private copy: the caller's dict may change later

@@ -36,6 +36,8 @@ class Lowering:
         self.rules = rules
         self.scratch_rules = scratch
         self.options = options
+        # Triton's enable_fp_fusion: fp add/sub/mul may contract into FMAs (LLVM's `contract`)
+        self.fp_fusion = getattr(options, "enable_fp_fusion", True)
         self.num_warps = ttg.num_warps(module)
         self.threads_per_warp = ttg.threads_per_warp(module)
         if self.threads_per_warp != target.threads_per_warp:

@@ -3,7 +3,10 @@
 Registers that compute from the same inputs are computed once (a splat + splat stays one
 instruction). Accuracy choices (fp32):
   - exp: the target's approximate exp2 of x·log2 e (NVIDIA: `ex2.approx.f32`, Triton's fast
-    path): relative error about 2^-21 plus |x|·2^-24 from rounding the product; exp2 likewise.
+    path): relative error about 2^-21 plus |x|·2^-24 from rounding the product; exp2 likewise,
+    except that on NVIDIA it is `ex2.approx.ftz.f32` as Triton's (libdevice's exp2f with
+    flush-to-zero): results below 2^-126 are 0, and softmax-style loops save three
+    instructions per element.
   - log, log2, sin, cos, erf: our own implementations (transcendental.py), within 2 ulp of the
     correctly rounded result over the whole range (sin/cos: |x| < 2^30).
   - sqrt: `sqrt.approx.f32` like Triton's tl.sqrt; tl.sqrt_rn (tt.precise_sqrt) is sqrt.rn.
@@ -191,12 +194,13 @@ def fdiv(ctx, x, y):
 
 def float_binary(ctx, name: str):
     b = ctx.b
+    flags = ("contract",) if ctx.fp_fusion else ()
     if name == "addf":
-        return lambda x, y: b.fadd(x, y)
+        return lambda x, y: b.fadd(x, y, flags=flags)
     if name == "subf":
-        return lambda x, y: b.fsub(x, y)
+        return lambda x, y: b.fsub(x, y, flags=flags)
     if name == "mulf":
-        return lambda x, y: b.fmul(x, y)
+        return lambda x, y: b.fmul(x, y, flags=flags)
     if name == "divf":
         return lambda x, y: fdiv(ctx, x, y)
     if name == "remf":
@@ -354,7 +358,7 @@ def exp_f32(ctx, x):
 
 
 def exp2_f32(ctx, x):
-    return ctx.target.exp2_approx_f32(ctx, x)
+    return ctx.target.exp2_approx_f32(ctx, x, flush_subnormal=True)
 
 
 def sqrt_f32(ctx, x):

@@ -70,8 +70,10 @@ class Target(Protocol):
 
     # -- arithmetic a target does its own way -------------------------------------------------
 
-    def exp2_approx_f32(self, ctx, x):
-        """2^x in fp32 (the fast approximation the language's exp/exp2 promise)."""
+    def exp2_approx_f32(self, ctx, x, flush_subnormal: bool = False):
+        """2^x in fp32 (the fast approximation the language's exp/exp2 promise); with
+        `flush_subnormal`, results below 2^-126 may be 0 where that is the target's faster form
+        (tl.exp2 on NVIDIA, as Triton's)."""
 
     def sqrt_approx_f32(self, ctx, x):
         """√x in fp32 (tl.sqrt's fast form)."""

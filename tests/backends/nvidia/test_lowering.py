@@ -103,6 +103,33 @@ def test_softmax_reduces_with_butterflies_and_one_barrier_per_exchange(compiled)
     assert "ex2.approx.f32" in ptx
 
 
+def test_exp2_flushes_subnormal_results_as_triton_and_exp_does_not():
+    # tl.exp2 is Triton's libdevice exp2f with flush-to-zero: one MUFU.EX2, no rescaling around it
+    @kl.jit
+    def exps(x_ptr, out_ptr):
+        offs = tl.arange(0, 128)
+        x = tl.load(x_ptr + offs)
+        tl.store(out_ptr + offs, tl.exp2(x) + tl.exp(x))
+
+    ptx = kl.compile(exps, signature="*fp32,*fp32", target="sm_90a", force=True).asm["ptx"]
+    assert len(_ptx_lines(ptx, r"ex2\.approx\.ftz\.f32")) == 1
+    assert len(_ptx_lines(ptx, r"ex2\.approx\.f32")) == 1
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_enable_fp_fusion_contracts_multiply_add_into_fma_unless_turned_off(fusion):
+    @kl.jit
+    def axpy(x_ptr, y_ptr, out_ptr):
+        offs = tl.arange(0, 128)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 3.0 + tl.load(y_ptr + offs))
+
+    ck = kl.compile(axpy, signature="*fp32,*fp32,*fp32", target="sm_90", enable_fp_fusion=fusion, force=True)
+    ptx = ck.asm["ptx"]
+    assert bool(_ptx_lines(ptx, r"fma\.rn\.f32")) == fusion
+    assert bool(_ptx_lines(ptx, r"mul\.rn\.f32")) != fusion  # rounded on its own when not fused
+    assert ck.metadata["enable_fp_fusion"] is fusion
+
+
 def test_reduction_inside_one_warp_needs_no_shared_memory():
     @kl.jit
     def rowsum(x_ptr, out_ptr, N: tl.constexpr):

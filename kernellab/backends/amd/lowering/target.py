@@ -89,7 +89,7 @@ class AmdTarget(portable.PortableArithmetic):
     def atomic(self, ctx, op, kind: str, addr, val, cmp, pred, elem):
         return portable.atomic(ctx, op, kind, addr, val, cmp, pred, elem)
 
-    def exp2_approx_f32(self, ctx, x):
+    def exp2_approx_f32(self, ctx, x, flush_subnormal: bool = False):
         return ctx.call("llvm.amdgcn.exp2.f32", F32, [x])  # v_exp_f32
 
     def sqrt_approx_f32(self, ctx, x):

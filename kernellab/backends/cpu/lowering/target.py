@@ -83,7 +83,7 @@ class CpuTarget(portable.PortableArithmetic):
 
     # -- arithmetic: LLVM's intrinsics --------------------------------------------------------
 
-    def exp2_approx_f32(self, ctx, x):
+    def exp2_approx_f32(self, ctx, x, flush_subnormal: bool = False):
         return ctx.call("llvm.exp2.f32", F32, [x])
 
     def sqrt_approx_f32(self, ctx, x):

@@ -28,6 +28,9 @@ class NvidiaTarget:
         fn.calling_convention = "ptx_kernel"
         fn.attributes.add("nounwind")
         ctx.mod.add_named_metadata("nvvm.annotations", ctx.mod.add_metadata([fn, "maxntidx", I32(threads)]))
+        maxnreg = getattr(ctx.options, "maxnreg", None)
+        if maxnreg:  # `.maxnreg` in the PTX, as Triton: ptxas' -maxrregcount leaves wgmma kernels be
+            ctx.mod.add_named_metadata("nvvm.annotations", ctx.mod.add_metadata([fn, "maxnreg", I32(int(maxnreg))]))
         by_value = [I32(i + 1) for i, a in enumerate(fn.args) if "byval" in a.attributes]
         if by_value:  # read in place (`cvta.param`), never copied to local memory: TMA needs that
             ctx.mod.add_named_metadata(
@@ -69,8 +72,9 @@ class NvidiaTarget:
     def atomic(self, ctx, op, kind: str, addr, val, cmp, pred, elem):
         return ptx_memory.atomic(ctx, op, kind, addr, val, cmp, pred, elem)
 
-    def exp2_approx_f32(self, ctx, x):
-        return ctx.call("llvm.nvvm.ex2.approx.f", F32, [x])
+    def exp2_approx_f32(self, ctx, x, flush_subnormal: bool = False):
+        # ex2.approx.f32 without .ftz is three instructions more: scale, MUFU.EX2, unscale
+        return ctx.call("llvm.nvvm.ex2.approx.ftz.f" if flush_subnormal else "llvm.nvvm.ex2.approx.f", F32, [x])
 
     def sqrt_approx_f32(self, ctx, x):
         return ctx.call("llvm.nvvm.sqrt.approx.f", F32, [x])
