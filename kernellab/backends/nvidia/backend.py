@@ -186,7 +186,7 @@ def _check_shared_memory(module, facts, target: str) -> None:
 def _ptx_stage(art: CudaArtifact, options) -> StageOutput:
     from kernellab.backends.nvidia.pipeline import make_ptx
 
-    ptx, passes = make_ptx(art.llir, options)
+    ptx, passes = make_ptx(art.llir, options, dynamic_shared=art.metadata["shared"])
     entries = entry_points(ptx)
     name = art.name if art.name in entries else next(iter(entries), art.name)
     if name not in entries:

@@ -362,15 +362,25 @@ def parse_resources(log: str, name: str | None = None) -> dict:
     return res
 
 
+_recent: dict[tuple, tuple[bytes, dict]] = {}  # the last few assemblies: the occupancy pass's
+_RECENT = 4  # trial is the cubin stage's result
+
+
 def make_cubin(ptx: str, options, name: str | None = None) -> tuple[bytes, dict]:
     """(cubin bytes, resources) for `ptx` on `options.target` (sm_80 / sm_90 / sm_90a).
 
     `resources` holds what `parse_resources` finds plus `log` (nvJitLink's info log) and
-    `linker` ('nvjitlink X.Y' or 'cuda.core'). Raises PTXAssemblyError if ptxas fails.
+    `linker` ('nvjitlink X.Y' or 'cuda.core'). Raises PTXAssemblyError if ptxas fails. The same
+    PTX assembled again in a while (the PTX stage's trial, then the cubin stage) is not
+    assembled twice.
     """
     arch = parse_arch(options.target)[1]  # options: NvidiaOptions
     maxnreg = options.maxnreg
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+    key = (data, arch, maxnreg, name)
+    if key in _recent:
+        cubin, resources = _recent[key]
+        return cubin, dict(resources)
     nj = _load_nvjitlink()
 
     def assemble():
@@ -384,6 +394,10 @@ def make_cubin(ptx: str, options, name: str | None = None) -> tuple[bytes, dict]
     resources = parse_resources(log, name)
     resources["log"] = log
     resources["linker"] = linker
+    with _lock:
+        _recent[key] = (cubin, dict(resources))
+        while len(_recent) > _RECENT:
+            del _recent[next(iter(_recent))]
     return cubin, resources
 
 

@@ -15,7 +15,9 @@ ttgir stage, TTIR in, TTGIR with every layout chosen out:
                               (fewer stages where the rings would not fit the target).
 7. tma                        on sm_90a, the tensor-descriptor accesses the TTIR stage kept
                               become TMA copies completed through mbarriers (passes/ttgir/tma.py).
-8. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
+8. fence_insertion          `ttng.fence_async_shared` after the threads' own writes of a
+                              buffer a warp-group dot reads (the async proxy's view).
+9. cse, canonicalize, dce     the TTIR clean-ups, which treat layouts as part of the type:
                               rematerialization can leave duplicate index math, and folding
                               keeps each constant's layout.
 
@@ -27,6 +29,9 @@ ptx stage, the lowering's LLVM IR in, PTX out (one llvmlite module, under LLVM's
 4. nvptx-codegen   PTX for the target sm_XX                           (records stage "ptx")
 5. ptxas-workarounds  PTX patterns some ptxas versions miscompile, spelled another way
                       (ptxas_workarounds.py)                          (records stage "ptx")
+6. occupancy       a warp-group kernel whose registers just miss one more program per SM
+                   gets `.maxnreg` at that step if ptxas fits it without spills
+                   (occupancy.py; its trial cubin is the cubin stage's) (records stage "ptx")
 
 cubin stage, PTX in, cubin out:
 1. ptxas           through nvJitLink; the record's IR is ptxas' resource log
@@ -52,6 +57,7 @@ from kernellab.backends.nvidia.ptx import (
     llvm_lock,
     options_arch,
 )
+from kernellab.backends.nvidia.occupancy import OCCUPANCY
 from kernellab.backends.nvidia.ptxas_workarounds import PTXAS_WORKAROUNDS
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassRecord
@@ -59,6 +65,7 @@ from kernellab.passes.ttgir import (
     accelerate_matmul,
     coalesce,
     convert_to_ttgpuir,
+    fence_insertion,
     pipeline_loops,
     reduce_data_duplication,
     remove_layout_conversions,
@@ -86,12 +93,14 @@ TTGIR_PASSES = [
     reduce_data_duplication,
     pipeline_loops,
     tma,
+    fence_insertion,
     cse,
     canonicalize,
     dce,
 ]
 
 LLVM_PASSES = [VERIFY, LINK_EXTERN_LIBS, OPTIMIZE_O3, EMIT_PTX, PTXAS_WORKAROUNDS]
+PTX_PASSES = [OCCUPANCY]
 CUBIN_PASSES = [PTXAS]
 
 
@@ -133,13 +142,15 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
     return PassManager(passes, trace=trace, verify=verify).run(module)
 
 
-def make_ptx(llir: str, options=None, trace: bool = True) -> tuple[str, list[PassRecord]]:
+def make_ptx(llir: str, options=None, trace: bool = True, dynamic_shared: int = 0) -> tuple[str, list[PassRecord]]:
     """PTX for the LLVM IR text `llir`, optimized at O3, for `options.target` (default sm_90),
-    and the LLVM passes' records. The IR's triple and data layout are replaced by NVPTX's;
+    and the passes' records. The IR's triple and data layout are replaced by NVPTX's;
     LLVM errors become PTXGenerationError (wrapped in the PassError that names the pass).
-    `options.extern_libs` names the libraries to link (those whose file exists)."""
+    `options.extern_libs` names the libraries to link (those whose file exists);
+    `dynamic_shared` (the lowering's shared bytes) is what the occupancy pass counts."""
     libraries = linked(_option(options, "extern_libs", None), EXTERN_LIBS)
-    artifact = LlvmModule(llir, options_arch(options), extern_libs=libraries)
+    artifact = LlvmModule(llir, options_arch(options), extern_libs=libraries, options=options,
+                          dynamic_shared=dynamic_shared)  # fmt: skip
     manager = PassManager(LLVM_PASSES, trace=trace, printer=LlvmModule.print, verifier=None)
 
     def run():
@@ -147,6 +158,9 @@ def make_ptx(llir: str, options=None, trace: bool = True) -> tuple[str, list[Pas
             return manager.run(artifact, text_before=llir)
 
     records = run_interruptibly(run)
+    # ptxas runs outside LLVM's lock
+    after_llvm = PassManager(PTX_PASSES, trace=trace, printer=LlvmModule.print, verifier=None)
+    records += run_interruptibly(lambda: after_llvm.run(artifact, text_before=artifact.ptx))
     return artifact.ptx, records
 
 

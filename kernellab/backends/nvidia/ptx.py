@@ -84,6 +84,8 @@ class LlvmModule:
     module: object = None  # llvmlite ModuleRef, once llvm-verify parsed the text
     ptx: str | None = None  # once nvptx-codegen ran
     extern_libs: dict = field(default_factory=dict)  # {name: path} of the libraries to link
+    options: object = None  # the NvidiaOptions, for the occupancy pass's trial assembly
+    dynamic_shared: int = 0  # bytes of shared memory the lowering laid out
 
     def print(self) -> str:
         """The IR as it is now (the pass manager's printer)."""
@@ -114,7 +116,7 @@ class _LinkExternLibs:
         inlines them: the library's functions become internal and the ones not called are
         dropped here. libdevice asks `__nvvm_reflect("__CUDA_FTZ")` whether to flush
         denormals to zero; the module flag nvvm-reflect-ftz = 0 answers no (as kernellab's own
-        code keeps them), and O3's NVVMReflect pass folds the calls."""
+        code keeps them, tl.exp2 aside), and O3's NVVMReflect pass folds the calls."""
         called = sorted(
             f.name for f in m.module.functions if f.is_declaration and f.name.startswith(LIBDEVICE_PREFIX)
         )

@@ -17,8 +17,10 @@ The rewrite, for S stages (Triton's shape):
   - each pipelined load gets a ring of slots, one `ttg.local_alloc` with a leading dim (the
     shared layout of the local_alloc it fed, or unswizzled in the load's order when it fed
     registers): S-1 slots in a plain loop; S in a loop with a dot, whose refill comes first
-    (below) and so writes the slot the previous iteration read; S+1 when that dot is an
-    asynchronous warp-group dot, since the previous iteration's dot may still be reading;
+    (below) and so writes the slot the previous iteration read; S+1 when the loop's last dot
+    is an asynchronous warp-group dot, since the previous iteration's dot may still be reading
+    (alone in the loop it waits for its predecessor right after issuing; behind other dots,
+    as attention's P·V, it stays in flight until the next iteration's first dot has issued);
   - the prologue issues the copies of iterations 0..S-2 (`ttg.async_copy_global_to_local` into
     slot i, masked by `i < trip count`), each iteration's copies one commit group;
   - iteration k starts with `ttg.async_wait {num = S-2}` (its own group has landed; the
@@ -415,11 +417,10 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     else:
         wait = _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
     reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
-    if async_dot is not None:
-        previous_dot_done = _wait_for_previous_dot(async_dot)
+    previous_dot_done = _make_async(body, async_dot) if async_dot is not None else None
     if _refills_first(body):  # the refilled slot was last read before the wait's barrier
         refill_after = wait
-    elif async_dot is not None:
+    elif previous_dot_done is not None:
         refill_after = previous_dot_done
     else:
         refill_after = _last_reader(body, reads)
@@ -457,7 +458,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     else:
         drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
     if async_dot is not None:  # the last dot may still run: wait before the result is read
-        index = next(i for i, v in enumerate(new_loop.body.block.last_op.operands) if v.owner is async_dot.next_wait)
+        index = next(i for i, v in enumerate(new_loop.body.block.last_op.operands) if v is async_dot.yielded)
         result = new_loop.results[index]
         final = ttng.WarpGroupDotWaitOp(result, 0)
         result.replace_uses_with_if(final.result, lambda use: use.operation is not final)
@@ -488,19 +489,26 @@ def _refills_first(body: Block) -> bool:
 @dataclass
 class _AsyncDot:
     dot: ttng.WarpGroupDotOp
-    next_wait: Operation | None = None
+    yielded: SSAValue | None = None  # what the yield carries: the dot's result, or its wait
 
 
 def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
-    """The loop's warp-group dot, when it can run asynchronously: its operands are both
-    pipelined, its result only carried to the next iteration, and at least 3 stages (one
-    slot is still read by the running dot while another is refilled)."""
+    """The loop's last warp-group dot, when it can run asynchronously: its result only carried
+    to the next iteration, its shared operands pipelined (or written before the loop), and at
+    least 3 stages (one slot is still read by the running dot while another is refilled). A
+    register operand A may come from this iteration (attention's P): nothing writes it again
+    before the next iteration's wait."""
     dots = [op for op in body.ops if isinstance(op, ttng.WarpGroupDotOp)]
-    if stages < 3 or len(dots) != 1:
+    if stages < 3 or not dots:
         return None
-    dot = dots[0]
+    dot = dots[-1]
     allocs = {item.alloc for item in plan.loads if item.alloc is not None}
-    if {dot.a.owner, dot.b.owner} - allocs:
+    if dot.b.owner not in allocs:
+        return None
+    if not isinstance(dot.a.type, ttg.MemDescType):
+        if len(dots) == 1 or not _computed_from_a_dot(dot.a, body):
+            return None  # its registers would be rewritten while the dot still reads them
+    elif dot.a.owner not in allocs and _defined_in(dot.a, body):
         return None
     uses = list(dot.d.uses)
     if len(uses) != 1 or uses[0].operation is not body.last_op:
@@ -508,16 +516,57 @@ def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
     return _AsyncDot(dot)
 
 
-def _wait_for_previous_dot(async_dot: _AsyncDot) -> Operation:
-    """Make the dot asynchronous and wait, right after issuing it, for the previous
-    iteration's (whose slots the refill reuses); the wait op."""
+def _computed_from_a_dot(value: SSAValue, body: Block) -> bool:
+    """Whether `value` is computed in `body` from an earlier warp-group dot's result: then the
+    next iteration writes it only after that dot's wait, which also drains this one."""
+    seen, stack = set(), [value]
+    while stack:
+        op = stack.pop().owner
+        if not isinstance(op, Operation) or op in seen or op.parent_block() is not body:
+            continue
+        if isinstance(op, ttng.WarpGroupDotOp):
+            return True
+        seen.add(op)
+        stack.extend(op.operands)
+    return False
+
+
+def _defined_in(value: SSAValue, body: Block) -> bool:
+    op = value.owner
+    while isinstance(op, Operation):
+        if op.parent_block() is body:
+            return True
+        op = op.parent_op()
+    return isinstance(value, BlockArgument) and value.block is body
+
+
+def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:
+    """Make the dot asynchronous. Alone in the loop, it waits right after issuing for the
+    previous iteration's (whose slots the refill reuses); returns that wait. Behind other dots
+    (attention's P·V after Q·Kᵀ), it stays in flight into the next iteration, across the
+    refill and the next dots' issue, and its carried result is waited for after the first of
+    those dots (whose own wait has drained it anyway) or before its first use."""
     dot = async_dot.dot
     dot.properties["isAsync"] = UnitAttr()
-    wait = ttng.WarpGroupDotWaitOp(dot.d, 1)
-    Rewriter.insert_op(wait, InsertPoint.after(dot))
-    dot.d.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
-    async_dot.next_wait = wait
-    return wait
+    if sum(isinstance(op, ttng.WarpGroupDotOp) for op in body.ops) == 1:
+        wait = ttng.WarpGroupDotWaitOp(dot.d, 1)
+        Rewriter.insert_op(wait, InsertPoint.after(dot))
+        dot.d.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
+        async_dot.yielded = wait.result
+        return wait
+    async_dot.yielded = dot.d
+    index = list(body.last_op.operands).index(dot.d)
+    carried = body.args[index + 1]
+    wait = ttng.WarpGroupDotWaitOp(carried, 0)
+    for op in body.ops:
+        if any(v is carried for v in op.operands):
+            Rewriter.insert_op(wait, InsertPoint.before(op))
+            break
+        if isinstance(op, ttng.WarpGroupDotOp):
+            Rewriter.insert_op(wait, InsertPoint.after(op))
+            break
+    carried.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
+    return None
 
 
 def _next_values(b: _Builder, plan: _Plan, body: Block, env: dict) -> dict[int, SSAValue]:

@@ -10,7 +10,7 @@ from kernellab.passes.manager import PassError
 from kernellab.backends.nvidia import cubin as cubin_mod
 from kernellab.backends.nvidia.backend import NvidiaOptions, resolve_target
 from kernellab.backends.nvidia.cubin import PTXAssemblyError, make_cubin, parse_resources
-from kernellab.backends.nvidia.pipeline import LLVM_PASSES
+from kernellab.backends.nvidia.pipeline import LLVM_PASSES, PTX_PASSES
 from kernellab.backends.nvidia.pipeline import make_ptx as make_ptx_traced
 from kernellab.backends.nvidia.ptx import PTXGenerationError, entry_points
 from kernellab.backends.nvidia.sass import find_nvdisasm, make_sass
@@ -52,11 +52,12 @@ def test_bad_llvm_ir_names_the_line_and_the_pass():
 
 def test_each_llvm_pass_leaves_a_record_with_its_ir():
     ptx, records = make_ptx_traced(VECTOR_ADD, NvidiaOptions(target="sm_80"))
-    assert [r.name for r in records] == [p.NAME for p in LLVM_PASSES]
+    assert [r.name for r in records] == [p.NAME for p in LLVM_PASSES + PTX_PASSES]
     assert [r.name for r in records] == ["llvm-verify", "link-extern-libs", "llvm-O3", "nvptx-codegen",
-                                         "ptxas-workarounds"]  # fmt: skip
-    assert [r.stage for r in records] == ["llir", "llir", "llir", "ptx", "ptx"]
-    verify, link, o3, codegen, workarounds = records
+                                         "ptxas-workarounds", "occupancy"]  # fmt: skip
+    assert [r.stage for r in records] == ["llir", "llir", "llir", "ptx", "ptx", "ptx"]
+    verify, link, o3, codegen, workarounds, occupancy = records
+    assert not occupancy.changed and occupancy.summary == "left to ptxas"  # no warp-group dot
     # a kernel that calls no library links nothing
     assert not link.changed and link.summary == "no library function called"
     # verifying changes nothing: its record shares the input text (not printed again)
@@ -74,7 +75,7 @@ def test_untraced_llvm_passes_print_nothing_and_make_the_same_ptx():
     traced, _ = make_ptx_traced(SCALE_BIAS, NvidiaOptions())
     untraced, records = make_ptx_traced(SCALE_BIAS, NvidiaOptions(), trace=False)
     assert untraced == traced
-    assert [r.ir_after for r in records] == [""] * len(LLVM_PASSES)
+    assert [r.ir_after for r in records] == [""] * len(LLVM_PASSES + PTX_PASSES)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -164,7 +165,7 @@ def test_compile_from_llvm_ir_text_gives_every_later_stage():
     assert md.registers > 0 and md.spills == 0 and md.shared_total == 0
     assert set(md.times) == {"ptx", "cubin"}
     assert [p.name for p in ck.passes] == ["llvm-verify", "link-extern-libs", "llvm-O3", "nvptx-codegen",
-                                           "ptxas-workarounds", "ptxas"]  # fmt: skip
+                                           "ptxas-workarounds", "occupancy", "ptxas"]  # fmt: skip
     if find_nvdisasm() is not None:
         assert "FADD" in ck.asm["sass"]
     else:

@@ -133,16 +133,27 @@ def test_an_operand_a_computed_from_a_dot_stays_in_registers_for_wgmma(case):
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
 
 
-def test_attention_keeps_its_loop_in_the_mma_layouts_and_p_in_registers():
+def compile_attention(head_dim=64, causal=False, stages=3, **options):
     from kernellab.examples import attention_fwd_kernel
 
     ones = dict(stride_qk=1, stride_kk=1, stride_vk=1, stride_ok=1)
-    constexprs = dict(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, CAUSAL=False, **ones)
+    constexprs = dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, **ones)
     runtime = [n for n in attention_fwd_kernel.arg_names if n not in constexprs]
     signature = {n: "*fp16" if n in ("Q", "K", "V", "Out") else "fp32" if n == "sm_scale" else "i32" for n in runtime}
     attrs = {n: ALIGNED for n in runtime if n not in ("sm_scale", "H")}
-    ck = kl.compile(attention_fwd_kernel, signature=signature, constexprs=constexprs, attrs=attrs,
-                    target="sm_90a", num_warps=8, num_stages=3)  # fmt: skip
+    return kl.compile(attention_fwd_kernel, signature=signature, constexprs=constexprs, attrs=attrs,
+                      target="sm_90a", num_warps=8, num_stages=stages, **options)  # fmt: skip
+
+
+def test_maxnreg_is_a_ptx_directive_that_caps_a_warp_group_kernel():
+    # ptxas' -maxrregcount alone leaves wgmma kernels at their own count; `.maxnreg` binds
+    ck = compile_attention(maxnreg=120)
+    assert ".maxnreg 120" in ck.asm["ptx"]
+    assert ck.metadata["registers"] <= 120
+
+
+def test_attention_keeps_its_loop_in_the_mma_layouts_and_p_in_registers():
+    ck = compile_attention()
     ttgir = ck.asm["ttgir"]
     before, loop = ttgir.split("scf.for", 1)
     loop = loop.split("scf.yield")[0]
@@ -153,6 +164,81 @@ def test_attention_keeps_its_loop_in_the_mma_layouts_and_p_in_registers():
     assert len(converts) == 1 and "#ttg.dot_op<{opIdx = 0" in converts[0]
     assert "ttg.local_alloc %" not in loop and "ttg.local_load" not in loop
     assert ck.metadata["spills"] == 0
+
+
+@pytest.mark.parametrize("head_dim,causal", [(64, False), (64, True), (128, False)])
+def test_attentions_p_v_dot_stays_in_flight_into_the_next_iteration(head_dim, causal):
+    ck = compile_attention(head_dim, causal)
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    loop = ttgir.split("scf.for", 1)[1].split("scf.yield")[0]
+    qk, pv = [line for line in loop.splitlines() if "ttng.warp_group_dot " in line]
+    assert "isAsync" in pv and "isAsync" not in qk
+    # the carried accumulator is waited for right after Q·Kᵀ (whose own wait drains P·V too)
+    after_qk = loop.split(qk, 1)[1].strip().splitlines()[0]
+    assert "ttng.warp_group_dot_wait" in after_qk and "pendings = 0" in after_qk
+    # rings of S+1 slots: the refill must not overwrite the V tile the running P·V reads
+    assert re.search(r"ttg\.local_alloc : \(\) -> !ttg\.memdesc<4x64x" + str(head_dim), ttgir)
+    body = ptx.split("wgmma.commit_group")[2].split("$L__BB0_3")[0]  # P·V's commit to the loop's end
+    assert "wgmma.wait_group" not in body and "bra" in body
+    # P·V's A registers are packed before its wgmma.fence: none is written between its
+    # instructions (ptxas would wait for the earlier ones first, its warning C7519)
+    pv_ptx = ptx.split("wgmma.commit_group")[1].split("wgmma.commit_group")[0]
+    pv_ptx = pv_ptx.split("wgmma.fence.sync.aligned")[-1]
+    assert "cvt.rn.f16x2.f32" not in pv_ptx
+    # Q·Kᵀ starts from zero: its first instruction does not read an accumulator (scale-d false)
+    first = re.search(r"setp\.eq\.u32 p, 1, (\d); wgmma\.mma_async", ptx.split("$L__BB0_2")[1])
+    assert first.group(1) == "0"
+    assert ck.metadata["spills"] == 0
+
+
+def test_ordinary_writes_of_a_dots_buffer_are_fenced_once_and_copies_are_not():
+    # attention: Q is written by the threads once, before the loop; K and V arrive by cp.async
+    ttgir = compile_attention().asm["ttgir"]
+    before, loop = ttgir.split("scf.for", 1)
+    assert before.count("ttng.fence_async_shared") == 1
+    q_alloc = next(line for line in before.splitlines() if "ttg.local_alloc %q" in line)
+    assert "ttng.fence_async_shared" in before.split(q_alloc, 1)[1].splitlines()[1]
+    assert "ttng.fence_async_shared" not in loop
+    # a dot whose operands are loaded and staged with local_alloc: both writes fenced
+    chained = compile_chained_dot(64, 64, 32, 4)
+    assert chained.asm["ttgir"].count("ttng.fence_async_shared") == 3  # A, B, C
+    assert len(re.findall(r"fence\.proxy\.async", chained.asm["ptx"])) == 3
+
+
+def _record(ck, name):
+    return next(r for r in ck.passes if r.name == name)
+
+
+def test_occupancy_caps_a_kernel_just_short_of_two_programs_per_sm():
+    # attention at head dim 64: 83 KB of shared memory leaves room for two programs of 8 warps,
+    # which need at most 128 registers; ptxas alone takes a few more
+    ck = compile_attention(64)
+    record = _record(ck, "occupancy")
+    assert record.changed and "2 programs per SM" in record.summary
+    assert ".maxnreg 128" in ck.asm["ptx"]
+    assert ck.metadata["registers"] <= 128 and ck.metadata["spills"] == 0
+
+
+def test_occupancy_leaves_kernels_far_from_a_step_and_the_users_cap_alone():
+    wide = compile_attention(128, stages=2)  # ~200 registers: capping at 128 would cost more
+    assert not _record(wide, "occupancy").changed and ".maxnreg" not in wide.asm["ptx"]
+    assert "too far" in _record(wide, "occupancy").summary
+    mine = compile_attention(64, maxnreg=168)
+    assert ".maxnreg 168" in mine.asm["ptx"] and not _record(mine, "occupancy").changed
+    # 99 registers, 80 for one more program: ptxas refuses to assemble a wgmma of N=256 in them
+    tight = compile_chained_dot(64, 256, 32, 8)
+    assert "can't fit .maxnreg 80" in _record(tight, "occupancy").summary and tight.metadata["spills"] == 0
+    matmul = compile_matmul(128, 128, 32, 4, 4, target="sm_80")  # no warp-group dot: ptxas decides
+    assert _record(matmul, "occupancy").summary == "left to ptxas"
+
+
+def test_with_maxnreg_adds_the_directive_to_the_named_entry_only():
+    from kernellab.backends.nvidia.occupancy import with_maxnreg
+
+    ptx = ".visible .entry a(\n\t.param .u64 a_0\n)\n.maxntid 256\n{\n}\n" \
+          ".visible .entry b(\n\t.param .u64 b_0\n)\n.maxntid 128\n{\n}\n"
+    out = with_maxnreg(ptx, "b", 96)
+    assert out.count(".maxnreg") == 1 and ".maxntid 128\n.maxnreg 96\n{" in out
 
 
 TF32_SIGNATURE = "*fp32,*fp32,*fp16,i32,i32,i32,i32,i32,i32"

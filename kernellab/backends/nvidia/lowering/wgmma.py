@@ -32,7 +32,8 @@ or N is MN-major (transposed in the instruction; leading byte offset: the panel 
 
 Ordering: threads write the buffers with ordinary or cp.async stores, which the tensor cores
 (the async proxy) see only after `fence.proxy.async.shared::cta` in the writing threads and a
-barrier.
+barrier: TTGIR's `ttng.fence_async_shared` after ordinary writes (passes/ttgir/fence_insertion.py),
+the cp.async wait's own fence (async_copy.py); the barrier tracker adds the barrier here.
 """
 
 from __future__ import annotations
@@ -70,7 +71,6 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     regs = list(ctx.regs(op.c, lay))
 
     a_in_registers = not isinstance(op.a.type, ttg.MemDescType)
-    ctx.asm(ir.VoidType(), FENCE_ASYNC_PROXY, "", [], side_effect=True)
     if not a_in_registers:
         ctx.smem_access(buffer_interval(ctx, op.a), write=False)
     ctx.smem_access(buffer_interval(ctx, op.b), write=False)
@@ -89,8 +89,17 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     result_type = ir.LiteralStructType([acc_type] * count)
 
     promote = _promotion_k(op, k, k_instr)
+    # a zero accumulator (attention's Q·Kᵀ) is not read: its first instructions get scale-d
+    # false (D = A·B), so no registers are zeroed for them
+    skip_c = promote or all(isinstance(r, ir.Constant) and r.constant == 0 for r in regs)
+    first_text = _instruction_text(n_instr, k_instr, kinds, a_operand.transposed, b_desc.transposed,
+                                   a_in_registers, accumulate=False)  # fmt: skip
+    if a_in_registers:  # packed before the fence: a register written between a warp group's
+        # wgmmas makes ptxas wait for the ones before it (its warning C7519)
+        fragments = {(m_rep, kk): a_operand.fragment(m_rep, kk)
+                     for kk in range(0, k, k_instr) for m_rep in range(0, m, 16 * wm)}  # fmt: skip
     for k0 in range(0, k, promote or k):
-        sums = [ir.Constant(acc_type, 0.0)] * len(regs) if promote else regs
+        sums = [ir.Constant(acc_type, ir.Undefined)] * len(regs) if skip_c else regs
         ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
         for kk in range(k0, k0 + (promote or k), k_instr):
             for m_rep in range(0, m, 16 * wm):
@@ -99,9 +108,10 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
                     cols = b.add(warp_col, I32(n_rep))
                     slots = [_register(lay, m_rep + 8 * ((i >> 1) & 1), n_rep + (i & 1) + 8 * (i >> 2))
                              for i in range(count)]  # fmt: skip
-                    a_args = a_operand.fragment(m_rep, kk) if a_in_registers else [a_operand.at(rows, I32(kk))]
+                    a_args = fragments[m_rep, kk] if a_in_registers else [a_operand.at(rows, I32(kk))]
                     args = a_args + [b_desc.at(I32(kk), cols)] + [sums[r] for r in slots]
-                    out = ctx.asm(result_type, text, constraints, args, side_effect=True)
+                    fresh = skip_c and kk == k0
+                    out = ctx.asm(result_type, first_text if fresh else text, constraints, args, side_effect=True)
                     for i, r in enumerate(slots):
                         sums[r] = b.extract_value(out, i)
         ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
@@ -151,10 +161,10 @@ def _wait(ctx, regs: list, pendings: int, op) -> list:
 
 
 def _instruction_text(n_instr: int, k_instr: int, kinds, trans_a: bool, trans_b: bool,
-                      a_in_registers: bool = False) -> str:  # fmt: skip
+                      a_in_registers: bool = False, accumulate: bool = True) -> str:  # fmt: skip
     """16-bit operands take the transpose immediates (a register A none of its own); fp8 and
     tf32 ones are K-major only and take none; s8 ones take no scale immediates either (the
-    accumulator is s32)."""
+    accumulator is s32). `accumulate` False sets scale-d false: D = A·B, C not read."""
     count = n_instr // 2
     outs = ",".join(f"${i}" for i in range(count))
     if kinds[0] == "s8":
@@ -167,7 +177,7 @@ def _instruction_text(n_instr: int, k_instr: int, kinds, trans_a: bool, trans_b:
     a_text = f"{{${count}, ${count + 1}, ${count + 2}, ${count + 3}}}" if a_in_registers else f"${count}"
     b_index = count + (4 if a_in_registers else 1)
     return (
-        "{ .reg .pred p; setp.eq.u32 p, 1, 1; "
+        f"{{ .reg .pred p; setp.eq.u32 p, 1, {int(accumulate)}; "
         f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k_instr}.{dtype}.{kinds[0]}.{kinds[1]} "
         f"{{{outs}}}, {a_text}, ${b_index}, p{immediates}; }}"
     )
@@ -221,11 +231,14 @@ class _Descriptor:
             | ((stride >> 4) & 0x3FFF) << 32
             | SWIZZLE_MODE[self.swizzle] << 62
         )
-        smem = ctx.smem_ptr(base_offset(ctx, self.buf))
-        self.base = ctx.b.ptrtoint(smem, I32)
+        b = ctx.b
+        base = b.ptrtoint(ctx.smem_ptr(base_offset(ctx, self.buf)), I32)
+        self.base = b.or_(b.zext(b.and_(b.lshr(base, I32(4)), I32(0x3FFF)), I64), self.fields)
 
     def at(self, row, col):
-        """The descriptor of the sub-tile starting at (row, col) (i32 values) of the buffer."""
+        """The descriptor of the sub-tile starting at (row, col) (i32 values) of the buffer: the
+        buffer's own plus the sub-tile's offset in 16-byte units, one 64-bit add (shared
+        addresses stay below 2^18, so the 14-bit start field does not carry into the next)."""
         b = self.ctx.b
         coords = (row, col)
         along = b.mul(coords[self.contiguous], I32(self.elem_bytes))
@@ -233,9 +246,7 @@ class _Descriptor:
         shift = _log2(self.swizzle)
         panel = b.mul(b.lshr(along, I32(shift)), I32(self.lines * self.swizzle))
         offset = b.add(panel, b.add(b.mul(line, I32(self.swizzle)), b.and_(along, I32(self.swizzle - 1))))
-        address = b.add(self.base, offset)
-        start = b.zext(b.and_(b.lshr(address, I32(4)), I32(0x3FFF)), I64)
-        return b.or_(start, self.fields)
+        return b.add(self.base, b.zext(b.lshr(offset, I32(4)), I64))
 
 
 # op class -> fn(ctx, op): NVIDIA's rule for Hopper's warp-group dot
