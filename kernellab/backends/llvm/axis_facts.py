@@ -19,19 +19,25 @@ def axis_info(value) -> AxisInfo | None:
         return None
 
 
-def equal_registers(lay: Lay, value) -> tuple[int, ...] | None:
-    """For each register of `value` (laid out as `lay`), the first register that provably holds
-    the same value; None when no two are known equal. Values are equal along dim d within
-    aligned runs of constancy[d] (a power of two), so flipping a register basis whose offset
-    along every dim is below that dim's constancy stays inside a run."""
-    if not isinstance(value.type, TensorType) or not lay.reg:
+def constancy(value) -> tuple[int, ...] | None:
+    """Per dim, the aligned runs over which the tensor `value`'s elements are equal (None: not
+    a tensor, or nothing known)."""
+    if not isinstance(value.type, TensorType):
         return None
     info = axis_info(value)
-    if info is None or info.rank != lay.rank:
+    return None if info is None else info.constancy
+
+
+def equal_registers(lay: Lay, runs: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """For each register of a tensor laid out as `lay` whose elements are equal along dim d
+    within aligned runs of `runs[d]` (powers of two), the first register that holds the same
+    value; None when no two are known equal. Flipping a register basis whose offset along every
+    dim is below that dim's run keeps the element inside its run."""
+    if runs is None or len(runs) != lay.rank or not lay.reg:
         return None
     same = 0
     for i, basis in enumerate(lay.reg):
-        if all(lay.dim_part(basis, d) < c for d, c in enumerate(info.constancy)):
+        if all(lay.dim_part(basis, d) < c for d, c in enumerate(runs)):
             same |= 1 << i
     if not same:
         return None

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import TensorType
 
 from kernellab.backends.llvm import transcendental
 from kernellab.backends.llvm.addressing import element_address
-from kernellab.backends.llvm.axis_facts import equal_registers
+from kernellab.backends.llvm.axis_facts import constancy, equal_registers
 from kernellab.backends.llvm.context import opaque
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.float_casts import fp_ext, fp_trunc
@@ -47,7 +47,7 @@ def map_op(ctx, op, fn, result_index: int = 0):
     if isinstance(t, TensorType):
         lay = ctx.lay(t)
         ins = [ctx.regs(v, lay) for v in op.operands]
-        equal = equal_registers(lay, res)
+        equal = equal_registers(lay, constancy(res))
         memo: dict = {}
         out = []
         for r in range(lay.nregs):
