@@ -144,7 +144,7 @@ def test_softmax_row_loop_reads_each_staged_vector_once_and_hoists_the_mask(bloc
     attrs = {n: ALIGNED for n in ("output_ptr", "input_ptr", "input_row_stride",
                                   "output_row_stride", "n_rows", "n_cols")}  # fmt: skip
     ck = kl.compile(softmax_persistent_kernel, signature="*fp32,*fp32,i32,i32,i32,i32",
-                    constexprs=dict(BLOCK_SIZE=block, num_stages=4), attrs=attrs,
+                    constexprs={"BLOCK_SIZE": block, "num_stages": 4}, attrs=attrs,
                     target="sm_90a", num_warps=warps)  # fmt: skip
     loop = loop_body(ck.asm["ptx"])
     row_reads = re.findall(r"ld\.shared\.v4\.b32\s+\{[^}]*\},\s*\[%rd", loop)
