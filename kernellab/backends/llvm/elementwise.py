@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import TensorType
 
 from kernellab.backends.llvm import transcendental
 from kernellab.backends.llvm.addressing import element_address
+from kernellab.backends.llvm.axis_facts import constancy, equal_registers
 from kernellab.backends.llvm.context import opaque
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.float_casts import fp_ext, fp_trunc
@@ -42,15 +43,20 @@ from kernellab.ir import arith, tt
 
 
 def map_op(ctx, op, fn, result_index: int = 0):
-    """Apply `fn(*operand_values)` per register (or once for scalars) and bind the result."""
+    """Apply `fn(*operand_values)` per register (or once for scalars) and bind the result.
+    A register the axis analysis proves equal to an earlier one reuses its value."""
     res = op.results[result_index]
     t = res.type
     if isinstance(t, TensorType):
         lay = ctx.lay(t)
         ins = [ctx.regs(v, lay) for v in op.operands]
+        equal = equal_registers(lay, constancy(res))
         memo: dict = {}
         out = []
         for r in range(lay.nregs):
+            if equal is not None and equal[r] != r:
+                out.append(out[equal[r]])
+                continue
             args = [x[r] for x in ins]
             key = tuple(id(a) for a in args)
             v = memo.get(key)

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
 
+from kernellab.backends.llvm.axis_facts import axis_info
 from kernellab.backends.llvm.layout import Lay
 from kernellab.backends.llvm.remap import pad_shift, padded_elems, smem_elem_bytes
 from kernellab.backends.llvm.types import I8, I32, TV, bitwidth, llty, mem_bytes
 from kernellab.ir import tt
-from kernellab.passes.ttgir.axis_info import AxisInfo
 
 
 # ------------------------------------------------------------------------- vector width
@@ -50,27 +50,20 @@ def layout_vector(lay: Lay) -> tuple[int | None, int]:
     return None, 1
 
 
-def _axis(value):
-    try:
-        return AxisInfo.of(value)
-    except Exception:  # noqa: BLE001 - no analysis for this value: assume nothing
-        return None
-
-
 def vector_width(ctx, ptr, mask, lay: Lay, elem) -> int:
     d, v = layout_vector(lay)
     if d is None or v == 1:
         return 1
     nbytes = mem_bytes(elem)
     v = min(v, max(1, 16 // nbytes))
-    info = _axis(ptr)
+    info = axis_info(ptr)
     if info is None:
         return 1
     contiguity = info.contiguity[d]
     aligned = max(1, info.divisibility[d] // nbytes)
     v = min(v, contiguity, aligned)
     if mask is not None and isinstance(mask.type, TensorType):
-        minfo = _axis(mask)
+        minfo = axis_info(mask)
         if minfo is None:
             return 1
         v = min(v, minfo.constancy[d])

@@ -11,7 +11,9 @@ value and index) included.
    values are shuffled as two 32-bit halves, narrower ones widened).
 3. Warps: if warp bases move along the axis, each thread writes its partial result to scratch
    slot [output index][warp's axis index], a barrier, and each thread reads the partials of
-   the outputs it holds in the result layout and combines them in warp order.
+   the outputs it holds in the result layout and combines them as a tree over warp order
+   (neighbours first: the order an associative combine needs, and log2(warps) dependent
+   steps instead of warps - 1).
 Without step 3 the partials are already distributed like the result's slice layout (a
 conversion to the result layout, as the layout core's conversion_plan says (convert.py), moves
 them into place).
@@ -174,7 +176,7 @@ def _reduce(ctx, op):
     ctx.smem_access(iv, write=False)
 
     def read(out_idx):
-        vals = None
+        parts = []
         for w in range(nw):
             cur = []
             for k, s in enumerate(srcs):
@@ -183,8 +185,10 @@ def _reduce(ctx, op):
                 if sty is not llty(s.elem):
                     v = b.trunc(v, llty(s.elem))
                 cur.append(v)
-            vals = cur if vals is None else combine(vals, cur)
-        return vals
+            parts.append(cur)
+        while len(parts) > 1:  # neighbours in warp order: log2(nw) combines deep, not nw - 1
+            parts = [combine(parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
+        return parts[0]
 
     if scalar:
         vals = read(I32(0))

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import f32
 
 import kernellab as kl
 import kernellab.language as tl
+from kernellab.backends.llvm.axis_facts import equal_registers
 from kernellab.backends.llvm.convert import emission_for
 from kernellab.backends.llvm.layout import Lay, layout_of_type
 from kernellab.backends.llvm.memory import layout_vector
@@ -370,6 +371,19 @@ def test_layout_vector_width_follows_the_contiguous_registers():
     assert layout_vector(blocked_lay((64, 64), [1, 8], [8, 4], [4, 1], [1, 0])) == (1, 8)
     assert layout_vector(blocked_lay((64, 64), [4, 1], [4, 8], [1, 4], [0, 1])) == (0, 4)
     assert layout_vector(blocked_lay((1024,), [1], [32], [4], [0]))[1] == 1
+
+
+def test_registers_equal_within_constancy_runs_share_one_value():
+    """A 4-vector per thread: constancy 16 makes each vector one value (a mask `cols < n`, n a
+    multiple of 16); constancy 2 pairs; along rows only the row basis folds; 1 folds nothing."""
+    row = blocked_lay((16384,), [4], [32], [16], [0])  # registers: cols +1, +2, +2048, ...
+    assert equal_registers(row, (16,)) == tuple(r & ~3 for r in range(32))
+    assert equal_registers(row, (2,)) == tuple(r & ~1 for r in range(32))
+    assert equal_registers(row, (1,)) is None and equal_registers(row, None) is None
+    tile = blocked_lay((64, 64), [1, 8], [8, 4], [4, 1], [1, 0])  # cols +1, +2, +4, +32, rows +32
+    assert equal_registers(tile, (1, 4)) == tuple(r & ~3 for r in range(32))
+    assert equal_registers(tile, (64, 1)) == tuple(r & ~16 for r in range(32))
+    assert equal_registers(tile, (32, 64)) == tuple(r & ~15 for r in range(32))
 
 
 def test_barrier_tracker_orders_only_conflicting_accesses():

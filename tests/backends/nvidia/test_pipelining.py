@@ -118,6 +118,44 @@ def test_softmax_row_loop_pipelines_with_its_num_stages():
     assert "fence.proxy.async" not in ck.asm["ptx"]
 
 
+def loop_body(ptx: str) -> str:
+    """The PTX of a kernel's one loop: from the label a backward branch jumps to, to that branch."""
+    lines = ptx.splitlines()
+    labels: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        label = re.match(r"(\$L__BB\d+_\d+):", line)
+        if label:
+            labels[label.group(1)] = i
+        branch = re.search(r"\bbra(?:\.uni)?\s+(\$L__BB\d+_\d+);", line)
+        if branch and branch.group(1) in labels:
+            return "\n".join(lines[labels[branch.group(1)] : i + 1])
+    raise AssertionError("no loop in the PTX")
+
+
+@pytest.mark.parametrize("block, warps", [(1024, 4), (4096, 8), (16384, 16)])
+def test_softmax_row_loop_reads_each_staged_vector_once_and_hoists_the_mask(block, warps):
+    """The benchmark's kernel and configs (4096 x 1024 / 4096 / 12160 rows, every argument
+    specialized as divisible by 16) on sm_90a. Per row, each thread reads each of its staged
+    4-vectors from shared memory once and keeps it in registers for the max and the exp; the
+    mask `cols < n_cols` is constant over each vector, so its compares are made once, before
+    the loop (left inside are the slot wrap, the prefetched row's bound and the loop's own);
+    the barriers are the wait's, one per reduction's partials and one before the second
+    reduction reuses the first one's scratch (Triton 3.6's loop has 6)."""
+    attrs = {n: ALIGNED for n in ("output_ptr", "input_ptr", "input_row_stride",
+                                  "output_row_stride", "n_rows", "n_cols")}  # fmt: skip
+    ck = kl.compile(softmax_persistent_kernel, signature="*fp32,*fp32,i32,i32,i32,i32",
+                    constexprs={"BLOCK_SIZE": block, "num_stages": 4}, attrs=attrs,
+                    target="sm_90a", num_warps=warps)  # fmt: skip
+    loop = loop_body(ck.asm["ptx"])
+    row_reads = re.findall(r"ld\.shared\.v4\.b32\s+\{[^}]*\},\s*\[%rd", loop)
+    partial_reads = re.findall(r"ld\.shared\.v4\.b32\s+\{[^}]*\},\s*\[global_smem\+", loop)
+    assert len(row_reads) == block // (4 * 32 * warps)
+    assert len(partial_reads) == 2 * warps // 4  # every thread reads each reduction's partials
+    assert len(re.findall(r"\bld\.shared", loop)) == len(row_reads) + len(partial_reads)
+    assert len(re.findall(r"\bsetp\.", loop)) == 3
+    assert len(re.findall(r"\bbar\.sync\b", loop)) == 4
+
+
 @kl.jit
 def running_sum(x_ptr, out_ptr, n_rows, BLOCK: tl.constexpr):
     """A plain loop without num_stages: not pipelined (Triton pipelines such loops on request)."""

@@ -10,7 +10,12 @@ import pytest
 
 import kernellab as kl
 import kernellab.language as tl
-from kernellab.examples import matmul_kernel, softmax_persistent_kernel, softmax_reference
+from kernellab.examples import (
+    matmul_kernel,
+    softmax_config,
+    softmax_persistent_kernel,
+    softmax_reference,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -68,6 +73,24 @@ def test_pipelined_softmax_matches_float64(torch, stages, rows, cols, programs):
     torch.cuda.synchronize()
     ref = softmax_reference(x_np.astype(np.float64))
     assert_close64(y.cpu().numpy(), ref, 1e-6 + 1e-5 * np.abs(ref), f"softmax ({stages} stages)")
+
+
+@pytest.mark.parametrize("cols", [1024, 4096, 12160])
+def test_benchmark_softmax_configs_match_float64(torch, cols):
+    """The benchmark's configs (BLOCK_SIZE and 4/8/16 warps as the tutorial picks them, 4
+    stages): n_cols a multiple of 16, so each thread's mask is one compare per 4-vector, and
+    with 8 or 16 warps the row's max and sum combine each warp's partial in a tree. Inputs
+    scaled by 3, as the benchmark's, so exp spans a wide range; 1031 rows leave uneven loops."""
+    rows, programs = 1031, 264
+    x_np = (3 * np.random.default_rng().standard_normal((rows, cols))).astype(np.float32)
+    x = torch.from_numpy(x_np).cuda()
+    y = torch.full_like(x, float("nan"))
+    block, warps = softmax_config(cols)
+    softmax_persistent_kernel[(programs,)](y, x, x.stride(0), y.stride(0), rows, cols,
+                                           BLOCK_SIZE=block, num_stages=4, num_warps=warps)  # fmt: skip
+    torch.cuda.synchronize()
+    ref = softmax_reference(x_np.astype(np.float64))
+    assert_close64(y.cpu().numpy(), ref, 1e-6 + 1e-5 * np.abs(ref), f"softmax ({cols} columns)")
 
 
 def triton_block(cols: int) -> int:

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from kernellab.backends.llvm.axis_facts import axis_info
 from kernellab.backends.llvm.errors import LoweringError
-from kernellab.backends.llvm.memory import _axis, vector_width
+from kernellab.backends.llvm.memory import vector_width
 from kernellab.backends.llvm.shared_buffers import buffer_interval, element_pointer, vector_run
 from kernellab.backends.llvm.types import I8, I32, I64, mem_bytes
 from kernellab.backends.nvidia.lowering.wgmma import FENCE_ASYNC_PROXY
@@ -106,7 +107,7 @@ def _source_pointers(ctx, src, lay, nbytes: int):
     transposed into a K-major buffer by 4-byte copies) then keeps one 64-bit pointer live per
     block, not one per element."""
     ptrs = ctx.regs(src, lay)
-    info = _axis(src)
+    info = axis_info(src)
     if info is None:
         return lambda r: ptrs[r]
     d = max(range(lay.rank), key=lambda i: info.contiguity[i])
