@@ -130,7 +130,7 @@ class Binder:
         )
         self._parameters = list(params.values())
         self._key_function = None  # `fast`'s generated code (see _generate), or False
-        self._option_names: dict[tuple, tuple] = {}  # launch options as given → sorted
+        self._option_names: dict[tuple, bool] = {}  # launch options' names as given → all known
         self._tail_defaults = tuple(
             (name, d.value if isinstance(d, tl.constexpr) else d) for name, d in zip(self.names, self.defaults)
         )
@@ -309,6 +309,8 @@ class Binder:
                 " else:", "  " + slow,
             ]  # fmt: skip
         flat = "".join(k + ", " for k in key)
+        # the runtime values a key kept (every one but None and specialized 1s), in order
+        kept = [line for r in runtime for line in (f" if {r} is not _kl_DROP:", f"  _kl_kept.append({r})")]
         listed = "(" + "".join(r + ", " for r in runtime) + ")"
         lines += [
             " if _kl_options:",  # launch options: their values join the key
@@ -320,7 +322,7 @@ class Binder:
             f"  _kl_key = ({flat})",
         ]
         if jit is None:
-            lines.append(f" return _kl_key, [r for r in {listed} if r is not _kl_DROP]")
+            lines += [" _kl_kept = []", *kept, " return _kl_key, _kl_kept"]
         else:
             miss = f"_kl_slow(_kl_grid, {values}, (), _kl_options, _kl_key)"
             described = "{" + "".join(f"{name!r}: {name}, " for name in params) + "}"
@@ -342,7 +344,9 @@ class Binder:
                 "   return _kl_kernel",
                 " try:",
                 "  if _kl_drop:",
-                f"   _kl_launch(_kl_x, _kl_y, _kl_z, *[r for r in {listed} if r is not _kl_DROP])",
+                "   _kl_kept = []",
+                *[" " * 2 + line for line in kept],
+                "   _kl_launch(_kl_x, _kl_y, _kl_z, *_kl_kept)",
                 "  else:",
                 f"   _kl_launch(_kl_x, _kl_y, _kl_z, {listed[1:-1]})",
                 " except _kl_GPU_ERRORS as _kl_error:",
@@ -366,16 +370,24 @@ class Binder:
         return namespace[self.fn_name]
 
     def _option_part(self, options: dict):
-        """The launch options' part of a key, names sorted; None when a name is no option."""
-        names = self._option_names.get(tuple(options))
-        if names is None:
-            if not OPTION_NAMES.issuperset(options):
-                return None
-            names = tuple(sorted(options))
+        """The launch options' part of a key: their names as given and their values (a dict's,
+        extern_libs, as its items); None when a name is no option. Options given in another
+        order make another key for the same launch, remembered on its first call."""
+        names = tuple(options)
+        known = self._option_names.get(names)
+        if known is None:
+            known = OPTION_NAMES.issuperset(names)
             if len(self._option_names) >= 64:  # bounded: the oldest order of names makes room
                 self._option_names.pop(next(iter(self._option_names)), None)
-            self._option_names[tuple(options)] = names
-        return tuple((name, _option_key(options[name])) for name in names)
+            self._option_names[names] = known
+        if not known:
+            return None
+        values = tuple(options.values())
+        try:
+            hash(values)
+        except TypeError:
+            values = tuple(map(_option_key, values))
+        return names, values
 
     def _bind_keywords(self, values: list, kwargs: dict, options: dict) -> None:
         for name, value in kwargs.items():

@@ -8,9 +8,11 @@ device.
 
 Two ways in: `run(args, grid, trace, where)` (CompiledKernel launches: checks the arguments, makes
 the context current, calls the binding's cuLaunchKernel) and `bind(where)`, the JIT's warm path:
-a closure that packs the grid, the stream and the arguments into one buffer laid out as a
-CUlaunchConfig followed by the parameters, and calls cuLaunchKernelEx through ctypes with four
-prepared pointers, so no argument is converted per launch.
+a function generated for the kernel, `launch(gx, gy, gz, *args)` with its arguments named and
+the block size, shared memory and launch attributes written in as literals, that packs the grid,
+the stream and the arguments into one buffer laid out as a CUlaunchConfig followed by the
+parameters, and calls cuLaunchKernelEx through ctypes with four prepared pointers, so no
+argument is converted per launch.
 
 Launches go on torch's current stream when torch tensors were passed, else on the default stream.
 """
