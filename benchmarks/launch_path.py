@@ -34,9 +34,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("KERNELLAB_CACHE_DIR", tempfile.mkdtemp(prefix="kl-launch-path-"))
 
-import kernellab as kl  # noqa: E402
-from kernellab.backends.nvidia import driver  # noqa: E402
-from kernellab.examples import add_kernel, layer_norm_kernel  # noqa: E402
+import kernellab as kl
+from kernellab.backends.nvidia import driver
+from kernellab.examples import add_kernel, layer_norm_kernel
 
 LAUNCHES, REPEATS = 2_000, 100
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import keyword
 import os
 from dataclasses import dataclass
 
@@ -68,9 +69,8 @@ _K_ONE, _K_I32, _K_I32_16, _K_FP32, _K_I1, _K_NONE = "=1", "i32", "i32%16", "fp3
 _DROP = object()  # the warm path's runtime value of an argument the key made a constant
 
 
-def _not_warm(grid, values, extra, options, key):
-    """`Binder.fast`'s answer for a call that needs `bind`."""
-    return None
+def _not_warm(grid, values, extra, options, key) -> None:
+    """`Binder.fast`'s answer for a call that needs `bind`: None."""
 
 
 def _option_key(value):
@@ -239,9 +239,10 @@ class Binder:
             return None
 
     def warm(self, jit: JITFunction):
-        """The warm launch path of `jit`: a function `(grid, *args, **kwargs)` with the kernel's
-        own parameters, generated once (see `_generate`); None for a kernel whose parameter
-        names it can't take (bind handles every launch of it)."""
+        """The warm launch path of `jit`: a function `(grid, x, *args, **kwargs)` with the
+        kernel's own parameters (`x`: the grid's x when `grid` is a 1-tuple of a valid int, else
+        0), generated once (see `_generate`); None for a kernel whose parameter names it can't
+        take (bind handles every launch of it)."""
         return self._generate(jit) or None
 
     def _generate(self, jit):
@@ -260,11 +261,14 @@ class Binder:
         plain = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in self._parameters)
         if not plain or any(name.startswith("_kl_") or name in OPTION_NAMES for name in params):
             return False
+        # the kernel's name where Python takes it (tracebacks show it), else a plain one
+        fn_name = self.fn_name if self.fn_name.isidentifier() and not keyword.iskeyword(self.fn_name) else "kernel"
+        fn_name = "kernel" if fn_name.startswith("_kl_") else fn_name
         defaults = "".join(f"{name}=_kl_d{i}, " for i, name in enumerate(params))
         values = "(" + "".join(f"{name}, " for name in params) + ")"
         slow = f"return _kl_slow(_kl_grid, {values}, _kl_extra, _kl_options, None)"
         lines = [
-            f"def {self.fn_name}(_kl_grid, _kl_x, /, {defaults}*_kl_extra, **_kl_options):",
+            f"def {fn_name}(_kl_grid, _kl_x, /, {defaults}*_kl_extra, **_kl_options):",
             " if _kl_extra or _kl_hooks:" if jit is not None else " if _kl_extra:",  # a profiler listens
             "  " + slow,
             " _kl_drop = False",
@@ -366,8 +370,8 @@ class Binder:
         }  # fmt: skip
         what = "warm launch" if jit is not None else "fast binder"
         exec(builtins.compile("\n".join(lines), f"<kernellab {what} of {self.fn_name}>", "exec"), namespace)
-        namespace["_kl_retry"] = namespace[self.fn_name]
-        return namespace[self.fn_name]
+        namespace["_kl_retry"] = namespace[fn_name]
+        return namespace[fn_name]
 
     def _option_part(self, options: dict):
         """The launch options' part of a key: their names as given and their values (a dict's,

@@ -447,3 +447,48 @@ def test_one_grid_object_launches_what_it_holds_at_each_call(monkeypatch, fresh_
     add_kernel[(0,)](x, y, out, 64, BLOCK=256)  # an empty grid launches nothing
     add_kernel[(3, 0)](x, y, out, 64, BLOCK=256)
     assert len(fake.launches) == count
+
+
+@kl.jit
+def clashing_names_kernel(c, p, error, kernel, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(p + offs, tl.load(c + offs) * error + kernel)
+
+
+@kl.jit
+def option_named_kernel(x_ptr, num_warps, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * num_warps)
+
+
+@needs_cuda_python
+def test_parameters_named_like_the_generated_codes_names_or_options(monkeypatch):
+    """The warm path's own names can't clash with a kernel's; a parameter named like a launch
+    option (which sets both, as in Triton) leaves every launch of that kernel to bind."""
+    monkeypatch.setattr(FakeDriver, "launch", _recording_launch(["Q", "Q", "f", "i"]))
+    fake = FakeDriver().install(monkeypatch)
+    c, p = FakeTensor(0x7F0000000000), FakeTensor(0x7F0000001000)
+    for scale, shift in [(2.5, 7), (0.5, -3)]:
+        clashing_names_kernel[(2,)](c, p, scale, shift, BLOCK=128)
+        assert fake.launches[-1]["args"] == [c.ptr, p.ptr, scale, shift]
+    assert clashing_names_kernel.binder.fast((c, p, 2.5, 7), {"BLOCK": 128}) is not None
+    assert option_named_kernel.binder.warm(option_named_kernel) is None
+    x = FakeTensor(0x7F0000002000)
+    binds = []
+    real_bind = option_named_kernel.binder.bind
+    monkeypatch.setattr(option_named_kernel.binder, "bind", lambda *a: binds.append(a) or real_bind(*a))
+    for _ in range(2):
+        ck = option_named_kernel[(1,)](x, 4, BLOCK=128)
+    assert len(binds) == 2 and ck.metadata.options.num_warps == 4
+
+
+def _recording_launch(formats):
+    """A FakeDriver.launch reading parameters of the given struct formats back."""
+
+    def launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        slots = (ctypes.c_void_p * len(formats)).from_address(params)
+        args = [struct.unpack(f"={f}", ctypes.string_at(slots[i], struct.calcsize(f)))[0] for i, f in enumerate(formats)]
+        self.launches.append(dict(fn=fn, grid=(gx, gy, gz), stream=stream, args=args))
+        return (CUresult(0),)
+
+    return launch
