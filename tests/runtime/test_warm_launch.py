@@ -488,7 +488,7 @@ def _recording_launch(formats):
     def launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         slots = (ctypes.c_void_p * len(formats)).from_address(params)
         args = [struct.unpack(f"={f}", ctypes.string_at(slots[i], struct.calcsize(f)))[0] for i, f in enumerate(formats)]
-        self.launches.append(dict(fn=fn, grid=(gx, gy, gz), stream=stream, args=args))
+        self.launches.append({"fn": fn, "grid": (gx, gy, gz), "stream": stream, "args": args})
         return (CUresult(0),)
 
     return launch
