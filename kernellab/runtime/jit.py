@@ -11,7 +11,7 @@ with the kernel's own parameters (so Python binds the call), builds a key parame
 parameter (type dispatch by `value.__class__`, a tensor's dtype, device and `data_ptr() % 16`),
 one dict lookup finds the launch made for it the first time, and that launch packs the
 arguments into a preallocated buffer and calls the driver once (backends/nvidia/launcher.py).
-`kernel[grid]` returns the same function for the same grid object, its x already read when the
+`kernel[grid]` returns the same function for the same grid tuple, its x already read when the
 grid is a 1-tuple of an int.
 
 Where a launch runs follows from its arrays: CPU arrays (numpy, torch CPU tensors) run on the
@@ -485,16 +485,18 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         # warm path: Binder.fast's key → (launch(gx, gy, gz, *runtime args), CompiledKernel)
         self._launches: dict[tuple, tuple] = {}
         self._warm = None  # Binder.warm's function, made on the first launch
-        self._last_grid: tuple = (None, None)  # (grid, the launch kernel[grid] returned for it)
+        self._last_grid: tuple = (None, None)  # (grid tuple, the launch kernel[grid] returned)
         # the globals the code read when first compiled (cache.GlobalRead), checked at launch
         self._reads: tuple | None = None
 
     def __getitem__(self, grid):
         last = self._last_grid
-        if last[0] is grid:  # a grid object used again (a constant tuple, a grid function)
+        if last[0] is grid:  # the same grid tuple again (a constant in the caller's code)
             return last[1]
+        if grid.__class__ is not tuple:  # a grid function is not kept: it may hold tensors
+            return functools.partial(self._warm or self._warm_path(), grid, 0)
         x = 0  # the grid's x when it is a 1-tuple of a valid int: the warm path takes it as is
-        if grid.__class__ is tuple and len(grid) == 1 and grid[0].__class__ is int and 0 < grid[0] <= GRID_LIMITS[0]:
+        if len(grid) == 1 and grid[0].__class__ is int and 0 < grid[0] <= GRID_LIMITS[0]:
             x = grid[0]
         launch = functools.partial(self._warm or self._warm_path(), grid, x)
         self._last_grid = (grid, launch)

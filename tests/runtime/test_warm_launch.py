@@ -423,13 +423,14 @@ def test_warm_launches_refuse_what_bind_refuses(monkeypatch, fresh_add_kernel):
 
 @needs_cuda_python
 def test_one_grid_object_launches_what_it_holds_at_each_call(monkeypatch, fresh_add_kernel):
-    """`kernel[grid]` is kept per grid object; a list changed in place, or a grid function,
-    still gives each launch its own grid."""
+    """`kernel[grid]` is kept for the last grid tuple (not for a grid function, which may hold
+    tensors); a list changed in place, or a grid function, still gives each launch its own
+    grid."""
     fake = FakeDriver().install(monkeypatch)
     x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
+    constant = (3,)
+    assert add_kernel[constant] is add_kernel[constant]
     grid = [2]
-    launch = add_kernel[grid]
-    assert add_kernel[grid] is launch
     for size in (2, 5, 7):
         grid[0] = size
         add_kernel[grid](x, y, out, 64, BLOCK=256)
