@@ -177,7 +177,7 @@ class CompiledKernel:
             return lambda: launcher.run(values, grid)
         if all(grid) and hasattr(launcher, "bind"):  # the GPU's warm path: one driver call
             launch = launcher.bind(where)
-            return lambda: launch(values, *grid)
+            return lambda: launch(*grid, *values)
         return lambda: launcher.run(values, grid, None, where)
 
     def _converted(self, args) -> tuple[list, tuple | None]:

@@ -6,11 +6,13 @@ device), and looks the key up in an in-memory cache of compiled kernels; only a 
 (through the disk cache for GPU targets). The binder is built once per function from its
 signature.
 
-Repeated GPU launches take a warm path (`Binder.fast`): code generated once per call shape
-builds a key parameter by parameter (type dispatch by `value.__class__`, a tensor's dtype,
-device and `data_ptr() % 16`), one dict lookup finds the launch made for it the first time, and
-that launch packs the arguments into a preallocated buffer and calls the driver once
-(backends/nvidia/launcher.py).
+Repeated GPU launches take a warm path (`Binder.warm`): a function generated once per kernel,
+with the kernel's own parameters (so Python binds the call), builds a key parameter by
+parameter (type dispatch by `value.__class__`, a tensor's dtype, device and `data_ptr() % 16`),
+one dict lookup finds the launch made for it the first time, and that launch packs the
+arguments into a preallocated buffer and calls the driver once (backends/nvidia/launcher.py).
+`kernel[grid]` returns the same function for the same grid tuple, its x already read when the
+grid is a 1-tuple of an int.
 
 Where a launch runs follows from its arrays: CPU arrays (numpy, torch CPU tensors) run on the
 interpreter; torch CUDA tensors and `__cuda_array_interface__` objects compile for the GPU they
@@ -23,6 +25,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import keyword
 import os
 from dataclasses import dataclass
 
@@ -63,6 +66,11 @@ _SIMPLE_CONSTEXPR = frozenset({int, float, bool, str, type(None)})
 _CONST, _ALIGN, _SPECIALIZE = -1, 1, 2
 # Markers of the fast key (see Binder.fast): scalars' specializations.
 _K_ONE, _K_I32, _K_I32_16, _K_FP32, _K_I1, _K_NONE = "=1", "i32", "i32%16", "fp32", "i1", "None"
+_DROP = object()  # the warm path's runtime value of an argument the key made a constant
+
+
+def _not_warm(grid, values, extra, options, key) -> None:
+    """`Binder.fast`'s answer for a call that needs `bind`: None."""
 
 
 def _option_key(value):
@@ -120,7 +128,9 @@ class Binder:
             _CONST if const else (_SPECIALIZE if spec else 0) | (_ALIGN if align else 0)
             for const, spec, align in zip(self.is_constexpr, self.specialize, self.align)
         )
-        self._plans: dict[tuple, object] = {}  # call shape → its `fast` (see _plan), or False
+        self._parameters = list(params.values())
+        self._key_function = None  # `fast`'s generated code (see _generate), or False
+        self._option_names: dict[tuple, bool] = {}  # launch options' names as given → all known
         self._tail_defaults = tuple(
             (name, d.value if isinstance(d, tl.constexpr) else d) for name, d in zip(self.names, self.defaults)
         )
@@ -202,33 +212,11 @@ class Binder:
                 names.append(name)
         return keys, names
 
-    def fast(self, args: tuple, kwargs: dict):
-        """The warm path's binding: `(key, runtime args)`, or None when an argument needs the
-        full `bind` (numpy arrays, CPU tensors, large ints, tl.constexpr objects, ...).
-
-        The key holds, parameter by parameter, a constexpr's type and value, a torch CUDA
-        tensor's dtype, device and 16-byte alignment, a scalar's specialization marker; the
-        launch options come last. The parameters' kinds are fixed, so equal keys mean equal
-        `bind` keys: a key seen before maps straight to a launch. This runs on every launch,
-        so each call shape (number of positional arguments, keyword names) gets its own
-        function, generated once by `_plan` with the loop over the parameters unrolled.
-        """
-        plan = self._plans.get((len(args), *kwargs))
-        if plan is None:
-            plan = self._plan(len(args), tuple(kwargs))
-        return plan(args, kwargs) if plan else None
-
     def values(self, args: tuple, kwargs: dict):
-        """Every parameter's value in order (defaults filled in), or None when a call needs
-        `bind` to sort it out. For calls `fast` accepted this equals `bind(...).values`."""
-        plan = self._plans.get((len(args), *kwargs))
-        if plan is None:
-            plan = self._plan(len(args), tuple(kwargs))
-        return self._fill(args, kwargs) if plan else None
-
-    def _fill(self, args: tuple, kwargs: dict):
-        """`values` for a call shape known to bind: the positional arguments, then each later
-        parameter from `kwargs` or its default (None when one has neither)."""
+        """Every parameter's value in order (defaults filled in), or None when one is missing or
+        there are too many: what a grid callable and an error message see of a call."""
+        if len(args) > len(self.names):
+            return None
         values = list(args)
         for name, default in self._tail_defaults[len(args) :]:
             value = kwargs.get(name, default)
@@ -237,98 +225,173 @@ class Binder:
             values.append(value)
         return values
 
-    def _plan(self, nargs: int, names: tuple):
-        """The warm-path binder of calls with `nargs` positional arguments and keyword `names`
-        (see `_generate`), or False when such a call needs `bind` (too many arguments,
-        unknown or repeated names, a parameter named like a launch option)."""
-        plan = False
-        n = len(self.names)
-        positional = set(self.names[:nargs])
-        if nargs <= n and not positional & set(names):
-            params = [name for name in names if name in self.index]
-            options = tuple(sorted(name for name in names if name in OPTION_NAMES and name not in self.index))
-            unknown = set(names) - set(params) - set(options)
-            overlap = set(params) & OPTION_NAMES  # a parameter named like an option: bind decides
-            if not unknown and not overlap:
-                # the later parameters as (name, default) when all are constexprs, else None
-                tail = self._tail_defaults[nargs:] if all(self.is_constexpr[nargs:]) else None
-                plan = self._generate(nargs, tail, options)
-        if len(self._plans) >= 64:  # bounded: the oldest call shape makes room
-            self._plans.pop(next(iter(self._plans)), None)  # another thread may have dropped it
-        self._plans[(nargs, *names)] = plan
-        return plan
+    def fast(self, args: tuple, kwargs: dict):
+        """The warm path's binding: `(key, runtime args)`, or None when an argument needs the
+        full `bind` (numpy arrays, CPU tensors, large ints, tl.constexpr objects, unknown or
+        repeated names, ...). The key is the one `warm` looks its launch up by."""
+        if self._key_function is None:
+            self._key_function = self._generate(None)
+        if self._key_function is False:
+            return None
+        try:
+            return self._key_function(None, 0, *args, **kwargs)
+        except TypeError:  # Python refused the call (a name given twice, ...): bind explains it
+            return None
 
-    def _generate(self, nargs: int, tail, options: tuple):
-        """`fast` for one call shape, as straight-line Python: per parameter, the branch for
-        each type it may take with the kind's flags folded in. `tail` None: some parameter
-        after the positional ones is not a constexpr, so every value is bound in order first.
+    def warm(self, jit: JITFunction):
+        """The warm launch path of `jit`: a function `(grid, x, *args, **kwargs)` with the
+        kernel's own parameters (`x`: the grid's x when `grid` is a 1-tuple of a valid int, else
+        0), generated once (see `_generate`); None for a kernel whose parameter names it can't
+        take (bind handles every launch of it)."""
+        return self._generate(jit) or None
 
-        The key is one flat tuple of fixed length: three entries per runtime parameter (a
-        tensor's dtype, device and alignment, or a scalar's marker and two Nones), two per
-        constexpr (its type and value), then the options."""
-        lines = ["def fast(args, kwargs):", " rt = []"]
-        if tail is None:
-            lines += [" values = bind_values(args, kwargs)", " if values is None:", "  return None"]
-            source, kinds, tail = "values", self._kinds, ()
-        else:
-            source, kinds = "args", self._kinds[:nargs]
-        if kinds:
-            lines.append(f" {', '.join(f'a{i}' for i in range(len(kinds)))}, = {source}")
+    def _generate(self, jit):
+        """Straight-line Python for one launch, with the kernel's parameters as its own (Python
+        binds the call). Per parameter, the branch for each type it may take, the kind's flags
+        folded in: a torch CUDA tensor gives its dtype, device and 16-byte alignment, a scalar
+        its specialization marker, a constexpr its type and value. These make a flat key
+        (options last) that equals `bind`'s key exactly when the calls share a specialization.
+        `jit` None: return (key, runtime args). Else look the key up in `jit._launches` and
+        launch; a miss or an argument the code doesn't know goes to `jit._slow`.
+
+        False when a parameter's name would clash with the code's own names or with a launch
+        option (bind gives such a parameter both meanings), or is not plain positional."""
+        params = self.names
+        kinds = self._kinds
+        plain = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in self._parameters)
+        if not plain or any(name.startswith("_kl_") or name in OPTION_NAMES for name in params):
+            return False
+        # the kernel's name where Python takes it (tracebacks show it), else a plain one
+        fn_name = self.fn_name if self.fn_name.isidentifier() and not keyword.iskeyword(self.fn_name) else "kernel"
+        fn_name = "kernel" if fn_name.startswith("_kl_") else fn_name
+        defaults = "".join(f"{name}=_kl_d{i}, " for i, name in enumerate(params))
+        values = "(" + "".join(f"{name}, " for name in params) + ")"
+        slow = f"return _kl_slow(_kl_grid, {values}, _kl_extra, _kl_options, None)"
+        lines = [
+            f"def {fn_name}(_kl_grid, _kl_x, /, {defaults}*_kl_extra, **_kl_options):",
+            " if _kl_extra or _kl_hooks:" if jit is not None else " if _kl_extra:",  # a profiler listens
+            "  " + slow,
+            " _kl_drop = False",
+        ]
         key = []
-        for i, kind in enumerate(kinds):
-            v, k, e, f = f"a{i}", f"k{i}", f"e{i}", f"f{i}"
+        runtime = []
+        for i, (name, kind) in enumerate(zip(params, kinds)):
+            k, e, f, r = f"_kl_k{i}", f"_kl_e{i}", f"_kl_f{i}", f"_kl_r{i}"
             if kind == _CONST:
-                lines += [f" {k} = {v}.__class__", f" if {k} is constexpr:", "  return None"]
-                key += [k, v]
+                lines += [f" {k} = {name}.__class__", f" if {k} is _kl_constexpr or {name} is _kl_MISSING:", "  " + slow]
+                key += [k, name]
                 continue
             key += [k, e, f]
-            aligned = "not p & 15" if kind & _ALIGN else "False"
+            runtime.append(r)
+            aligned = f"not {r} & 15" if kind & _ALIGN else "False"
             lines += [
-                f" c = {v}.__class__",
-                " if c in tensors:",
-                f"  {e} = {v}.get_device()",
+                f" _kl_c = {name}.__class__",
+                " if _kl_c in _kl_tensors:",
+                f"  {e} = {name}.get_device()",
                 f"  if {e} < 0:  # a CPU tensor: the interpreter",
-                "   return None",
-                f"  p = {v}.data_ptr()",
-                f"  {k} = {v}.dtype",
+                "   " + slow,
+                f"  {r} = {name}.data_ptr()",
+                f"  {k} = {name}.dtype",
                 f"  {f} = {aligned}",
-                "  rt.append(p)",
-                " elif c is int:",
+                " elif _kl_c is _kl_int:",
             ]
             if kind & _SPECIALIZE:
-                lines += [f"  if {v} == 1:", f"   {k} = K_ONE", f"  elif -0x80000000 <= {v} <= 0x7FFFFFFF:"]
+                lines += [f"  if {name} == 1:", f"   {k} = _kl_K_ONE", f"   {r} = _kl_DROP", "   _kl_drop = True",
+                          f"  elif -0x80000000 <= {name} <= 0x7FFFFFFF:"]  # fmt: skip
             else:
-                lines += [f"  if -0x80000000 <= {v} <= 0x7FFFFFFF:"]
-            marker = f"K_I32 if {v} & 15 else K_I32_16" if kind == _ALIGN | _SPECIALIZE else "K_I32"
+                lines += [f"  if -0x80000000 <= {name} <= 0x7FFFFFFF:"]
+            marker = f"_kl_K_I32 if {name} & 15 else _kl_K_I32_16" if kind == _ALIGN | _SPECIALIZE else "_kl_K_I32"
             lines += [
-                f"   {k} = {marker}", f"   rt.append({v})", "  else:", "   return None",
+                f"   {k} = {marker}", f"   {r} = {name}", "  else:", "   " + slow,
                 f"  {e} = {f} = None",
-                " elif c is float:", f"  {k} = K_FP32", f"  {e} = {f} = None", f"  rt.append({v})",
-                " elif c is bool:", f"  {k} = K_I1", f"  {e} = {f} = None", f"  rt.append({v})",
-                f" elif {v} is None:", f"  {k} = K_NONE", f"  {e} = {f} = None",
-                " elif fast_class(c) == FAST_TENSOR:  # a tensor class not seen before",
-                "  return retry(args, kwargs)",
-                " else:", "  return None",
+                " elif _kl_c is _kl_float:", f"  {k} = _kl_K_FP32", f"  {e} = {f} = None", f"  {r} = {name}",
+                " elif _kl_c is _kl_bool:", f"  {k} = _kl_K_I1", f"  {e} = {f} = None", f"  {r} = {name}",
+                f" elif {name} is None:", f"  {k} = _kl_K_NONE", f"  {e} = {f} = None", f"  {r} = _kl_DROP",
+                "  _kl_drop = True",
+                " elif _kl_fast_class(_kl_c) == _kl_FAST_TENSOR:  # a tensor class not seen before",
+                f"  return _kl_retry(_kl_grid, _kl_x, {values[1:-1]}**_kl_options)",
+                " else:", "  " + slow,
             ]  # fmt: skip
-        names = {}
-        for j, (name, default) in enumerate(tail):  # constexprs after the positional arguments
-            names[f"d{j}"] = default
+        flat = "".join(k + ", " for k in key)
+        # the runtime values a key kept (every one but None and specialized 1s), in order
+        kept = [line for r in runtime for line in (f" if {r} is not _kl_DROP:", f"  _kl_kept.append({r})")]
+        listed = "(" + "".join(r + ", " for r in runtime) + ")"
+        lines += [
+            " if _kl_options:",  # launch options: their values join the key
+            "  _kl_o = _kl_option_part(_kl_options)",
+            "  if _kl_o is None:",  # a name that is no option (warmup=, a typo): bind decides
+            "   " + slow,
+            f"  _kl_key = ({flat}_kl_o)",
+            " else:",
+            f"  _kl_key = ({flat})",
+        ]
+        if jit is None:
+            lines += [" _kl_kept = []", *kept, " return _kl_key, _kl_kept"]
+        else:
+            miss = f"_kl_slow(_kl_grid, {values}, (), _kl_options, _kl_key)"
+            described = "{" + "".join(f"{name!r}: {name}, " for name in params) + "}"
             lines += [
-                f" u{j} = kwargs.get({name!r}, d{j})", f" t{j} = u{j}.__class__",
-                f" if u{j} is MISSING or t{j} is constexpr:", "  return None",
-            ]  # fmt: skip
-            key += [f"t{j}", f"u{j}"]
-        if options:
-            key.append("(" + "".join(f"({name!r}, option_key(kwargs[{name!r}])), " for name in options) + ")")
-        lines.append(f" return ({''.join(k + ', ' for k in key)}), rt")
+                " try:",
+                "  _kl_entry = _kl_launches.get(_kl_key)",
+                " except TypeError:  # an unhashable constexpr: bind says which",
+                f"  return {miss}",
+                " if _kl_entry is None:",
+                f"  return {miss}",
+                " if _kl_jit._reads:",
+                "  _kl_jit._check_globals()",
+                " _kl_launch, _kl_kernel = _kl_entry",
+                " if _kl_x:",  # the grid's x when it is a 1-tuple of a valid int (see JITFunction)
+                "  _kl_y = _kl_z = 1",
+                " else:",
+                f"  _kl_x, _kl_y, _kl_z = _kl_grid_of(_kl_grid, {described})",
+                "  if not (_kl_x and _kl_y and _kl_z):",
+                "   return _kl_kernel",
+                " try:",
+                "  if _kl_drop:",
+                "   _kl_kept = []",
+                *[" " * 2 + line for line in kept],
+                "   _kl_launch(_kl_x, _kl_y, _kl_z, *_kl_kept)",
+                "  else:",
+                f"   _kl_launch(_kl_x, _kl_y, _kl_z, {listed[1:-1]})",
+                " except _kl_GPU_ERRORS as _kl_error:",
+                f"  raise _kl_jit._fault(_kl_error, {values}, {{}})",
+                " return _kl_kernel",
+            ]
         namespace = {
-            "bind_values": self._fill, "retry": self.fast, "constexpr": tl.constexpr,
-            "tensors": TENSOR_TYPES, "fast_class": fast_class, "FAST_TENSOR": FAST_TENSOR,
-            "MISSING": _MISSING, "option_key": _option_key, "K_ONE": _K_ONE, "K_I32": _K_I32,
-            "K_I32_16": _K_I32_16, "K_FP32": _K_FP32, "K_I1": _K_I1, "K_NONE": _K_NONE, **names,
+            "_kl_slow": jit._launch_slowly if jit is not None else _not_warm,
+            "_kl_hooks": ENTER_HOOKS, "_kl_constexpr": tl.constexpr, "_kl_MISSING": _MISSING,
+            "_kl_tensors": TENSOR_TYPES, "_kl_fast_class": fast_class, "_kl_FAST_TENSOR": FAST_TENSOR,
+            "_kl_int": int, "_kl_float": float, "_kl_bool": bool,
+            "_kl_K_ONE": _K_ONE, "_kl_K_I32": _K_I32, "_kl_K_I32_16": _K_I32_16, "_kl_K_FP32": _K_FP32,
+            "_kl_K_I1": _K_I1, "_kl_K_NONE": _K_NONE, "_kl_DROP": _DROP, "_kl_option_part": self._option_part,
+            "_kl_jit": jit, "_kl_launches": jit._launches if jit is not None else None,
+            "_kl_grid_of": jit and jit._grid, "_kl_GPU_ERRORS": GPU_ERRORS,
+            **{f"_kl_d{i}": default for i, (_, default) in enumerate(self._tail_defaults)},
         }  # fmt: skip
-        exec(builtins.compile("\n".join(lines), f"<kernellab fast binder of {self.fn_name}>", "exec"), namespace)
-        return namespace["fast"]
+        what = "warm launch" if jit is not None else "fast binder"
+        exec(builtins.compile("\n".join(lines), f"<kernellab {what} of {self.fn_name}>", "exec"), namespace)
+        namespace["_kl_retry"] = namespace[fn_name]
+        return namespace[fn_name]
+
+    def _option_part(self, options: dict):
+        """The launch options' part of a key: their names as given and their values (a dict's,
+        extern_libs, as its items); None when a name is no option. Options given in another
+        order make another key for the same launch, remembered on its first call."""
+        names = tuple(options)
+        known = self._option_names.get(names)
+        if known is None:
+            known = OPTION_NAMES.issuperset(names)
+            if len(self._option_names) >= 64:  # bounded: the oldest order of names makes room
+                self._option_names.pop(next(iter(self._option_names)), None)
+            self._option_names[names] = known
+        if not known:
+            return None
+        values = tuple(options.values())
+        try:
+            hash(values)
+        except TypeError:
+            values = tuple(map(_option_key, values))
+        return names, values
 
     def _bind_keywords(self, values: list, kwargs: dict, options: dict) -> None:
         for name, value in kwargs.items():
@@ -419,61 +482,64 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         self.debug = debug
         self.cache: dict[tuple, CompiledKernel] = {}
         self.where: dict[tuple, tuple[int, bool] | None] = {}  # key → (GPU index, torch stream?)
-        # warm path: Binder.fast's key → (launch(runtime args, gx, gy, gz), CompiledKernel)
+        # warm path: Binder.fast's key → (launch(gx, gy, gz, *runtime args), CompiledKernel)
         self._launches: dict[tuple, tuple] = {}
-        self._plans = self.binder._plans
+        self._warm = None  # Binder.warm's function, made on the first launch
+        self._last_grid: tuple = (None, None)  # (grid tuple, the launch kernel[grid] returned)
         # the globals the code read when first compiled (cache.GlobalRead), checked at launch
         self._reads: tuple | None = None
 
     def __getitem__(self, grid):
-        return functools.partial(self._launch_on, grid)
+        last = self._last_grid
+        if last[0] is grid:  # the same grid tuple again (a constant in the caller's code)
+            return last[1]
+        if grid.__class__ is not tuple:  # a grid function is not kept: it may hold tensors
+            return functools.partial(self._warm or self._warm_path(), grid, 0)
+        x = 0  # the grid's x when it is a 1-tuple of a valid int: the warm path takes it as is
+        if len(grid) == 1 and grid[0].__class__ is int and 0 < grid[0] <= GRID_LIMITS[0]:
+            x = grid[0]
+        launch = functools.partial(self._warm or self._warm_path(), grid, x)
+        self._last_grid = (grid, launch)
+        return launch
+
+    def _warm_path(self):
+        """The warm launch function (Binder.warm), made once; the slow path when there is none."""
+        if self._warm is None:
+            self._warm = self.binder.warm(self) or self._launch_unbound
+        return self._warm
 
     def run(self, *args, grid=None, warmup: bool = False, **kwargs) -> CompiledKernel:
         """Bind, look up (or compile) the specialization, and launch it on `grid` unless `warmup`."""
         if warmup:
             return self._slow(grid, args, kwargs, True)
-        return self._launch_on(grid, *args, **kwargs)
+        return (self._warm or self._warm_path())(grid, 0, *args, **kwargs)
 
-    def _launch_on(self, grid, *args, **kwargs) -> CompiledKernel:
-        """`kernel[grid](*args, **kwargs)`. The warm path: a flat key from the arguments
-        (Binder.fast), one dict lookup, one launch; anything else goes through `_slow`."""
-        if ENTER_HOOKS:  # a profiler listens: every launch goes through `_slow`, which tells it
-            return self._slow(grid, args, kwargs, False)
-        plan = self._plans.get((len(args), *kwargs))  # Binder.fast, inlined
-        if plan is None:
-            plan = self.binder._plan(len(args), tuple(kwargs))
-        fast = plan(args, kwargs) if plan else None
-        if fast is not None:
-            try:
-                entry = self._launches.get(fast[0])
-            except TypeError:  # an unhashable constexpr: bind says which
-                entry = None
-            if entry is not None:
-                if self._reads:
-                    self._check_globals()
-                launch, kernel = entry
-                if grid.__class__ is tuple and len(grid) == 1:
-                    gx = grid[0]
-                    if gx.__class__ is int and 0 < gx <= GRID_LIMITS[0]:
-                        try:
-                            launch(fast[1], gx, 1, 1)
-                        except GPU_ERRORS as e:
-                            raise self._fault(e, args, kwargs)
-                        return kernel
-                if grid is None:
-                    raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
-                if callable(grid):
-                    grid = grid(dict(zip(self.binder.names, self.binder.values(args, kwargs))))
-                gx, gy, gz = normalize_grid(grid)
-                if gx and gy and gz:
-                    try:
-                        launch(fast[1], gx, gy, gz)
-                    except GPU_ERRORS as e:
-                        raise self._fault(e, args, kwargs)
-                return kernel
-        return self._slow(grid, args, kwargs, False, fast)
+    def _launch_unbound(self, grid, x, *args, **kwargs) -> CompiledKernel:
+        """A launch of a kernel that has no warm path: bind every time."""
+        return self._slow(grid, args, kwargs, False)
 
-    def _slow(self, grid, args: tuple, kwargs: dict, warmup: bool, fast=None) -> CompiledKernel:
+    def _launch_slowly(self, grid, values: tuple, extra: tuple, options: dict, key) -> CompiledKernel:
+        """The warm path's way out: the call it was given, rebuilt for `_slow` (all positional
+        when there were extra positional arguments, else by name, missing ones left out);
+        `key` is the warm key to remember the launch under, None when the call has none."""
+        if extra:
+            args, kwargs = (*values, *extra), options
+        else:
+            args = ()
+            kwargs = {name: v for name, v in zip(self.binder.names, values) if v is not _MISSING}
+            kwargs.update(options)
+        return self._slow(grid, args, kwargs, False, key)
+
+    def _grid(self, grid, meta: dict | None) -> tuple[int, int, int]:
+        """A launch's grid as three ints; `meta` is every parameter's value by name, for a grid
+        function."""
+        if grid is None:
+            raise TypeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...)")
+        if callable(grid):
+            grid = grid(meta)
+        return normalize_grid(grid)
+
+    def _slow(self, grid, args: tuple, kwargs: dict, warmup: bool, key=None) -> CompiledKernel:
         """Bind every argument, compile on a miss, and remember the launch for the warm path."""
         if "warmup" in kwargs:  # kernel[grid](..., warmup=True)
             kwargs = dict(kwargs)
@@ -490,19 +556,19 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         if warmup:
             return kernel
         try:
-            return self._launch_bound(kernel, bound, grid, fast)
+            return self._launch_bound(kernel, bound, grid, key)
         except GPU_ERRORS as e:
             raise self._fault(e, args, kwargs)
 
-    def _launch_bound(self, kernel: CompiledKernel, bound: Bound, grid, fast) -> CompiledKernel:
-        """Launch a bound call (remembering GPU launches for the warm path)."""
+    def _launch_bound(self, kernel: CompiledKernel, bound: Bound, grid, key) -> CompiledKernel:
+        """Launch a bound call (remembering GPU launches under the warm path's `key`)."""
         where = self.where.get(bound.key)
-        if fast is not None and where is not None:  # GPU launches: remember for the warm path
+        if key is not None and where is not None:  # GPU launches: remember for the warm path
             launcher = kernel._launcher or kernel._get_launcher()
             bind = getattr(launcher, "bind", None)
             if bind is not None:
                 try:
-                    self._launches[fast[0]] = (bind(where), kernel)
+                    self._launches[key] = (bind(where), kernel)
                 except TypeError:  # an unhashable constexpr
                     pass
         if grid is None:

@@ -9,6 +9,7 @@ back the way the real one would.
 import ctypes
 import itertools
 import random
+import struct
 import types
 
 import numpy as np
@@ -294,17 +295,201 @@ def many_constexprs_kernel(x_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.conste
     pass
 
 
-def test_call_shapes_past_the_plan_tables_size_still_bind():
-    """Each order of keyword names is its own call shape; past 64 of them the oldest is dropped
-    (the table stays bounded) and every call still gets the key bind agrees with."""
+def test_keyword_order_and_option_orders_bind_alike():
+    """The warm path takes the kernel's own parameters, so the order of keyword arguments
+    doesn't matter; launch options given in any order make one key part (a bounded table of
+    the orders seen)."""
     binder = many_constexprs_kernel.binder
     t = FakeTensor(0x7F0000000000)
     keys = set()
+    options = {"num_warps": 2, "num_stages": 3, "num_ctas": 1, "maxnreg": 64, "debug": False}
     for order in itertools.permutations("ABCDE"):
-        kwargs = {name: i for i, name in enumerate(order)}
+        kwargs = {name: ord(name) for name in order}
+        kwargs.update((name, options[name]) for name in reversed(list(options)[: len(keys) % 6]))
         key, runtime = binder.fast((t,), kwargs)
-        assert runtime == binder.bind((t,), kwargs).args == [t.ptr]
-        keys.add(key)
-        assert len(binder._plans) <= 64
-    assert len(keys) == 120  # the values differ with the order: so do the keys
-    assert binder.fast((t,), {"A": 0, "B": 1, "C": 2, "D": 3, "E": 4}) is not None  # evicted, made again
+        bound = binder.bind((t,), kwargs)
+        assert runtime == bound.args == [t.ptr]
+        keys.add((key, bound.key))
+        assert len(binder._option_names) <= 64
+    assert len({k for k, _ in keys}) == len({b for _, b in keys}) == 6  # one per set of options
+
+
+# -- warm launches follow every specialization change -----------------------------------------
+
+
+@kl.jit
+def bias_kernel(x_ptr, bias_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask) * scale
+    if bias_ptr is not None:
+        x = x + tl.load(bias_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+def _packed_arguments(ck, raw: bool) -> list:
+    """The arguments the last launch of `ck` packed for the driver, read back from the
+    launcher's buffer (the binding's parameter storage, or cuLaunchKernelEx's config buffer)."""
+    launcher = ck._launcher
+    if not raw:
+        return list(launcher._args_struct.unpack_from(launcher._storage))
+    layout = struct.Struct(driver.LAUNCH_CONFIG_FORMAT + launcher._args_struct.format.lstrip("="))
+    return list(layout.unpack_from(launcher._ex[1]))[10:]
+
+
+def _cases():
+    """(name, args, kwargs) of calls that each need their own specialization, pointers drawn
+    fresh (keeping their 16-byte alignment) at every call."""
+    ptrs = itertools.count(0x7F0000000000, 0x1000)
+
+    def t(dtype=FLOAT32, offset=0):
+        return lambda: FakeTensor(next(ptrs) + offset, dtype)
+
+    f32, bias = t(), t()
+    return [
+        ("base", lambda: ((f32(), bias(), f32(), 64, 2.5), {"BLOCK": 128})),
+        ("x unaligned", lambda: ((t(offset=4)(), bias(), f32(), 64, 2.5), {"BLOCK": 128})),
+        ("n not a multiple of 16", lambda: ((f32(), bias(), f32(), 65, 2.5), {"BLOCK": 128})),
+        ("n == 1", lambda: ((f32(), bias(), f32(), 1, 2.5), {"BLOCK": 128})),
+        ("no bias", lambda: ((f32(), None, f32(), 64, 2.5), {"BLOCK": 128})),
+        ("BLOCK 256", lambda: ((f32(), bias(), f32(), 64, 2.5), {"BLOCK": 256})),
+        ("x fp16", lambda: ((t(FLOAT16)(), bias(), f32(), 64, 2.5), {"BLOCK": 128})),
+        ("num_warps=2", lambda: ((f32(), bias(), f32(), 64, 2.5), {"BLOCK": 128, "num_warps": 2})),
+        ("int scale", lambda: ((f32(), bias(), f32(), 64, 3), {"BLOCK": 128})),
+        ("by keyword", lambda: ((), {"BLOCK": 128, "scale": 2.5, "n": 64, "out_ptr": f32(), "bias_ptr": bias(), "x_ptr": f32()})),
+    ]  # fmt: skip
+
+
+@needs_cuda_python
+@pytest.mark.parametrize("raw", [False, True], ids=["binding", "cuLaunchKernelEx"])
+def test_warm_launches_follow_every_specialization_change(monkeypatch, raw):
+    """Calls in random order, each case three times with fresh pointers: every launch runs the
+    kernel compiled for exactly its `bind` key (alignment, n == 1 or % 16, None, constexprs,
+    dtype, options), with its own arguments packed; only a case's first call binds."""
+    fake = FakeDriver().install(monkeypatch)
+    if raw:
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        callback = proto(lambda config, fn, params, extra: 0)
+        monkeypatch.setattr(driver, "raw_launch_function", lambda: callback)
+        monkeypatch.setattr(driver, "get_function", lambda module, name: 0xF00D)
+    for table in (bias_kernel.cache, bias_kernel.where, bias_kernel._launches):
+        table.clear()
+    binds = []
+    real_bind = bias_kernel.binder.bind
+    monkeypatch.setattr(bias_kernel.binder, "bind", lambda *a: binds.append(a) or real_bind(*a))
+    order = [case for case in _cases() for _ in range(3)]
+    random.shuffle(order)
+    seen = set()  # bind keys launched before
+    for name, make in order:
+        args, kwargs = make()
+        n_binds = len(binds)
+        ck = bias_kernel[(3,)](*args, **kwargs)
+        bound = real_bind(args, kwargs)
+        assert bias_kernel.cache[bound.key] is ck, name
+        assert _packed_arguments(ck, raw and bound.key in seen) == bound.args, name
+        assert len(binds) == n_binds + (bound.key not in seen), name  # only a key's first call binds
+        seen.add(bound.key)
+    assert len(bias_kernel.cache) == len(_cases()) - 1  # "by keyword" is "base"
+    # with cuLaunchKernelEx, only each key's first call goes through `run` and the binding
+    assert len(fake.launches) == (len(seen) if raw else len(order))
+
+
+@needs_cuda_python
+def test_warm_launches_refuse_what_bind_refuses(monkeypatch, fresh_add_kernel):
+    """A warm kernel still checks every launch: dtypes it can't pass, arrays on two GPUs or on
+    the host, missing or repeated arguments, grids past the GPU's limits."""
+    FakeDriver().install(monkeypatch)
+    x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
+    add_kernel[(1,)](x, y, out, 64, BLOCK=256)
+    with pytest.raises(args_module.ArgumentError, match="complex64 can't be passed"):
+        add_kernel[(1,)](x, FakeTensor(0x7F0000010000, FakeDtype("complex64")), out, 64, BLOCK=256)
+    with pytest.raises(args_module.ArgumentError, match="arrays on different GPUs"):
+        add_kernel[(1,)](x, y, FakeTensor(0x7F0000010000, device=1), 64, BLOCK=256)
+    with pytest.raises(args_module.ArgumentError, match="is a CPU array"):
+        add_kernel[(1,)](x, y, np.zeros(64, np.float32), 64, BLOCK=256)
+    with pytest.raises(TypeError, match="is missing 'n'"):
+        add_kernel[(1,)](x, y, out, BLOCK=256)
+    with pytest.raises(TypeError, match="takes 5 arguments but 6 were given"):
+        add_kernel[(1,)](x, y, out, 64, 256, 7)
+    with pytest.raises(TypeError, match="multiple values for argument 'n'"):
+        add_kernel[(1,)](x, y, out, 64, n=64, BLOCK=256)
+    with pytest.raises(TypeError, match="unexpected argument 'BLOK'"):
+        add_kernel[(1,)](x, y, out, 64, BLOK=256)
+    with pytest.raises(args_module.ArgumentError, match="above the GPU launch limit"):
+        add_kernel[(2**31,)](x, y, out, 64, BLOCK=256)
+    with pytest.raises(TypeError, match="with a grid"):
+        add_kernel[None](x, y, out, 64, BLOCK=256)
+
+
+@needs_cuda_python
+def test_one_grid_object_launches_what_it_holds_at_each_call(monkeypatch, fresh_add_kernel):
+    """`kernel[grid]` is kept for the last grid tuple (not for a grid function, which may hold
+    tensors); a list changed in place, or a grid function, still gives each launch its own
+    grid."""
+    fake = FakeDriver().install(monkeypatch)
+    x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
+    constant = (3,)
+    assert add_kernel[constant] is add_kernel[constant]
+    grid = [2]
+    for size in (2, 5, 7):
+        grid[0] = size
+        add_kernel[grid](x, y, out, 64, BLOCK=256)
+        assert fake.launches[-1]["grid"] == (size, 1, 1)
+    seen = []
+
+    def by_meta(meta):
+        seen.append(meta)
+        return (kl.cdiv(meta["n"], meta["BLOCK"]), 2)
+
+    add_kernel[by_meta](x, y, out, 1024, BLOCK=256)
+    assert fake.launches[-1]["grid"] == (4, 2, 1)
+    assert seen[-1] == {"x_ptr": x, "y_ptr": y, "out_ptr": out, "n": 1024, "BLOCK": 256}
+    count = len(fake.launches)
+    add_kernel[(0,)](x, y, out, 64, BLOCK=256)  # an empty grid launches nothing
+    add_kernel[(3, 0)](x, y, out, 64, BLOCK=256)
+    assert len(fake.launches) == count
+
+
+@kl.jit
+def clashing_names_kernel(c, p, error, kernel, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(p + offs, tl.load(c + offs) * error + kernel)
+
+
+@kl.jit
+def option_named_kernel(x_ptr, num_warps, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * num_warps)
+
+
+@needs_cuda_python
+def test_parameters_named_like_the_generated_codes_names_or_options(monkeypatch):
+    """The warm path's own names can't clash with a kernel's; a parameter named like a launch
+    option (which sets both, as in Triton) leaves every launch of that kernel to bind."""
+    monkeypatch.setattr(FakeDriver, "launch", _recording_launch(["Q", "Q", "f", "i"]))
+    fake = FakeDriver().install(monkeypatch)
+    c, p = FakeTensor(0x7F0000000000), FakeTensor(0x7F0000001000)
+    for scale, shift in [(2.5, 7), (0.5, -3)]:
+        clashing_names_kernel[(2,)](c, p, scale, shift, BLOCK=128)
+        assert fake.launches[-1]["args"] == [c.ptr, p.ptr, scale, shift]
+    assert clashing_names_kernel.binder.fast((c, p, 2.5, 7), {"BLOCK": 128}) is not None
+    assert option_named_kernel.binder.warm(option_named_kernel) is None
+    x = FakeTensor(0x7F0000002000)
+    binds = []
+    real_bind = option_named_kernel.binder.bind
+    monkeypatch.setattr(option_named_kernel.binder, "bind", lambda *a: binds.append(a) or real_bind(*a))
+    for _ in range(2):
+        ck = option_named_kernel[(1,)](x, 4, BLOCK=128)
+    assert len(binds) == 2 and ck.metadata.options.num_warps == 4
+
+
+def _recording_launch(formats):
+    """A FakeDriver.launch reading parameters of the given struct formats back."""
+
+    def launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        slots = (ctypes.c_void_p * len(formats)).from_address(params)
+        args = [struct.unpack(f"={f}", ctypes.string_at(slots[i], struct.calcsize(f)))[0] for i, f in enumerate(formats)]
+        self.launches.append({"fn": fn, "grid": (gx, gy, gz), "stream": stream, "args": args})
+        return (CUresult(0),)
+
+    return launch

@@ -8,9 +8,11 @@ device.
 
 Two ways in: `run(args, grid, trace, where)` (CompiledKernel launches: checks the arguments, makes
 the context current, calls the binding's cuLaunchKernel) and `bind(where)`, the JIT's warm path:
-a closure that packs the grid, the stream and the arguments into one buffer laid out as a
-CUlaunchConfig followed by the parameters, and calls cuLaunchKernelEx through ctypes with four
-prepared pointers, so no argument is converted per launch.
+a function generated for the kernel, `launch(gx, gy, gz, *args)` with its arguments named and
+the block size, shared memory and launch attributes written in as literals, that packs the grid,
+the stream and the arguments into one buffer laid out as a CUlaunchConfig followed by the
+parameters, and calls cuLaunchKernelEx through ctypes with four prepared pointers, so no
+argument is converted per launch.
 
 Launches go on torch's current stream when torch tensors were passed, else on the default stream.
 """
@@ -280,10 +282,10 @@ class CudaLauncher:
 
     def bind(self, where: tuple[int, bool]):
         """The warm-path launch for `where` = (device, use torch's stream): a function
-        `launch(args, gx, gy, gz)` that packs the grid, torch's current stream and the arguments
-        into a preallocated buffer with one `struct.pack_into` and makes one driver call
-        (cuLaunchKernelEx through ctypes, else the binding's cuLaunchKernel). `args` must match
-        the signature (the JIT's binder guarantees it) and the grid must be non-empty.
+        `launch(gx, gy, gz, *args)` that packs the grid, torch's current stream and the
+        arguments into a preallocated buffer with one `struct.pack_into` and makes one driver
+        call (cuLaunchKernelEx through ctypes, else the binding's cuLaunchKernel). `args` must
+        match the signature (the JIT's binder guarantees it) and the grid must be non-empty.
         """
         device, use_torch = where
         fn = self.function(device)
@@ -293,60 +295,61 @@ class CudaLauncher:
                 or self._tensor_maps is not None):  # fmt: skip
             # converted scalars, a synchronizing debug launch, a context to make current on
             # every launch (several GPUs), or tensor maps to encode: the general path
-            def launch_general(args, gx, gy, gz):
+            def launch_general(gx, gy, gz, *args):
                 self.run(args, (gx, gy, gz), None, where)
 
             return launch_general
-        pack = self._args_struct.pack_into
         storage = self._storage
-        lock = self._lock  # the buffer is shared: pack and launch as one step
+        # the buffer is shared: pack and launch as one step (acquire/release: cheaper than `with`)
+        acquire, release = self._lock.acquire, self._lock.release
         threads, shared, params = self.threads, self.shared, self._params_address
         current_stream = self._stream_function() if use_torch else None
         if raw is None:
+            pack = self._args_struct.pack_into
             launch = self._launch
 
-            def launch_binding(args, gx, gy, gz):
+            def launch_binding(gx, gy, gz, *args):
                 stream = current_stream(device) if current_stream is not None else 0
-                with lock:
-                    try:
-                        pack(storage, 0, *args)
-                    except struct.error:
-                        raise self._argument_error(args) from None
+                acquire()
+                try:
+                    pack(storage, 0, *args)
                     err = launch(fn, gx, gy, gz, threads, 1, 1, shared, stream, params, 0)[0]
+                except struct.error:
+                    raise self._argument_error(args) from None
+                finally:
+                    release()
                 if err:
                     self._failed(err, args, (gx, gy, gz), where)
 
             return launch_binding
 
         pack, buffer, config, params_ptr = self._config_buffer()
-        fn_ptr = ctypes.c_void_p(int(fn))
-
-        if current_stream is None:  # no torch tensors: the default stream
-
-            def launch_raw(args, gx, gy, gz):
-                with lock:
-                    try:
-                        pack(buffer, 0, gx, gy, gz, threads, 1, 1, shared, 0, attrs, nattrs, *args)
-                    except struct.error:
-                        raise self._argument_error(args) from None
-                    err = raw(config, fn_ptr, params_ptr, None)
-                if err:
-                    self._failed(err, args, (gx, gy, gz), where)
-
-            return launch_raw
-
-        def launch_raw_on_torch_stream(args, gx, gy, gz):
-            stream = current_stream(device)
-            with lock:
-                try:
-                    pack(buffer, 0, gx, gy, gz, threads, 1, 1, shared, stream, attrs, nattrs, *args)
-                except struct.error:
-                    raise self._argument_error(args) from None
-                err = raw(config, fn_ptr, params_ptr, None)
-            if err:
-                self._failed(err, args, (gx, gy, gz), where)
-
-        return launch_raw_on_torch_stream
+        # straight-line code with the arguments named and the fixed launch facts as literals:
+        # no argument tuple is made or unpacked per launch
+        names = "".join(f"a{i}, " for i in range(self.nargs))
+        stream = "current_stream(device)" if current_stream is not None else "0"
+        source = "\n".join([
+            f"def launch_raw(gx, gy, gz, {names}):",
+            f" stream = {stream}",
+            " acquire()",
+            " try:",
+            f"  pack(buffer, 0, gx, gy, gz, {threads}, 1, 1, {shared}, stream, {attrs}, {nattrs}, {names})",
+            "  err = raw(config, fn_ptr, params_ptr, None)",
+            " except struct_error:",
+            f"  raise argument_error(({names})) from None",
+            " finally:",
+            "  release()",
+            " if err:",
+            f"  failed(err, ({names}), (gx, gy, gz), where)",
+        ])  # fmt: skip
+        namespace = {
+            "current_stream": current_stream, "device": device, "acquire": acquire, "release": release,
+            "pack": pack, "buffer": buffer, "raw": raw, "config": config, "fn_ptr": ctypes.c_void_p(int(fn)),
+            "params_ptr": params_ptr, "struct_error": struct.error, "argument_error": self._argument_error,
+            "failed": self._failed, "where": where,
+        }  # fmt: skip
+        exec(compile(source, f"<kernellab launch of {self.name}>", "exec"), namespace)
+        return namespace["launch_raw"]
 
     def _config_buffer(self):
         """(pack_into, buffer, config pointer, kernelParams pointer) for cuLaunchKernelEx: one
