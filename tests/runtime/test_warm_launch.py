@@ -475,12 +475,15 @@ def test_parameters_named_like_the_generated_codes_names_or_options(monkeypatch)
     assert clashing_names_kernel.binder.fast((c, p, 2.5, 7), {"BLOCK": 128}) is not None
     assert option_named_kernel.binder.warm(option_named_kernel) is None
     x = FakeTensor(0x7F0000002000)
+    monkeypatch.setattr(FakeDriver, "launch", _recording_launch(["Q", "i"]))  # its two parameters
+    fake = FakeDriver().install(monkeypatch)  # the installed driver reads with the formats given
     binds = []
     real_bind = option_named_kernel.binder.bind
     monkeypatch.setattr(option_named_kernel.binder, "bind", lambda *a: binds.append(a) or real_bind(*a))
     for _ in range(2):
         ck = option_named_kernel[(1,)](x, 4, BLOCK=128)
     assert len(binds) == 2 and ck.metadata.options.num_warps == 4
+    assert fake.launches[-1]["args"] == [x.ptr, 4]
 
 
 def _recording_launch(formats):
