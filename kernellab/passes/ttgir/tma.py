@@ -1,10 +1,12 @@
 """tma: tensor-descriptor accesses as TMA copies on Hopper (sm_90a).
 
 Which accesses (`why_not`, asked by the TTIR stage, which lowers the others to masked pointer
-accesses and names the reason in its record): a 2-D tile of 8-, 16-, 32- or 64-bit elements
-whose rows span at least 32 bytes (the tile lands in the `#ttg.nvmma_shared` layout, whose
-32/64/128-byte swizzle is the TMA's own), at most 256 rows, and a multiple of 8 rows when the
-row is cut into several swizzle-wide panels (each panel starts where the swizzle pattern does),
+accesses and names the reason in its record): a 2-D or 3-D tile of 8-, 16-, 32- or 64-bit
+elements whose rows span at least 32 bytes (the tile lands in the `#ttg.nvmma_shared` layout,
+whose 32/64/128-byte swizzle is the TMA's own; a 3-D tile's leading dim stacks whole 2-D
+tiles), at most 256 rows, and a multiple of 8 rows when the row is cut into several
+swizzle-wide panels or the tile into several batch slices (each panel and slice starts where
+the swizzle pattern does),
 at an innermost offset AxisInfo knows to be a multiple of 16 bytes (a box starting elsewhere
 faults: an illegal instruction on Hopper). For a host `TensorDescriptor` the rest TMA needs
 (a 16-byte aligned base, strides multiples of 16 bytes, the last stride 1) is checked at
@@ -75,12 +77,12 @@ def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
     """Why `op` cannot be a TMA copy here ("" when it can)."""
     t = _tile_type(op)
     shape = t.get_shape()
-    if len(shape) != 2:
-        return f"TMA here copies 2-D tiles, not {len(shape)}-D"
+    if len(shape) not in (2, 3):
+        return f"TMA here copies 2-D and 3-D tiles, not {len(shape)}-D"
     bits = getattr(t.element_type, "bitwidth", 0)
     if bits not in (8, 16, 32, 64):
         return f"TMA copies 8-, 16-, 32- or 64-bit elements, not {t.element_type}"
-    rows, cols = shape
+    *batch, rows, cols = shape
     row_bytes = cols * bits // 8
     if row_bytes < 32:
         return f"a tile row of {row_bytes} bytes is under the narrowest swizzle (32 bytes)"
@@ -88,6 +90,8 @@ def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
         return f"a TMA box has at most {MAX_BOX} rows, the tile has {rows}"
     if row_bytes > swizzle_of(op) and rows % 8:
         return f"{rows} rows: panels of a swizzled tile start on 8-row boundaries"
+    if batch and batch[0] > 1 and rows % 8:
+        return f"{rows} rows: the batch slices of a 3-D tile start on 8-row boundaries"
     analysis = axis_info.analyze(op.get_toplevel_object())
     if analysis[op.offsets[-1]].element_divisibility() * bits // 8 % 16:
         return ("the innermost offset is not known to be a multiple of 16 bytes (a TMA box must "
@@ -199,10 +203,11 @@ def _label(op) -> str:
 
 def _box(op) -> tuple[int, ...]:
     """The TMA box (elements, outermost dim first): the tile's rows and one swizzle-wide panel
-    of its columns."""
+    of its columns, and of a 3-D tile one batch slice (the NVMMA buffer stacks the slices as
+    whole 2-D tiles, each copied on its own)."""
     t = _tile_type(op)
-    *outer, cols = t.get_shape()
-    return (*outer, min(cols, swizzle_of(op) * 8 // t.element_type.bitwidth))
+    *batch, rows, cols = t.get_shape()
+    return (*[1 for _ in batch], rows, min(cols, swizzle_of(op) * 8 // t.element_type.bitwidth))
 
 
 def _facts(op) -> DictionaryAttr:

@@ -427,12 +427,13 @@ def test_the_tma_ttgir_parses_back_and_resumes_to_the_same_tensor_maps():
     assert resumed.metadata["tma_descriptors"] == ck.metadata["tma_descriptors"]
 
 
-def _tma_element_offset(r: int, c: int, rows: int, swizzle: int, bits: int) -> int:
-    """Where a TMA box copy with `swizzle` (bytes) puts tile element (r, c): one box per
-    swizzle-wide panel of columns, boxes one after another, each rows x swizzle bytes, and the
-    16-byte chunk bits of each address XORed with its bits 7 and up (the hardware's rule)."""
+def _tma_element_offset(r: int, c: int, rows: int, swizzle: int, bits: int, s: int = 0, cols: int = 0) -> int:
+    """Where a TMA box copy with `swizzle` (bytes) puts tile element (r, c) of batch slice `s`
+    (slices of rows x cols one after another): one box per slice and swizzle-wide panel of
+    columns, boxes one after another, each rows x swizzle bytes, and the 16-byte chunk bits of
+    each address XORed with its bits 7 and up (the hardware's rule, on the whole address)."""
     nbytes, width = bits // 8, swizzle * 8 // bits
-    byte = (c // width) * rows * swizzle + r * swizzle + (c % width) * nbytes
+    byte = s * rows * cols * nbytes + (c // width) * rows * swizzle + r * swizzle + (c % width) * nbytes
     chunk_bits = (swizzle // 16).bit_length() - 1
     byte ^= ((byte >> 7) & ((1 << chunk_bits) - 1)) << 4
     return byte // nbytes
@@ -453,6 +454,84 @@ def test_tma_boxes_write_the_nvmma_layout_wgmma_reads(swizzle, bits, transposed)
         for c in range(cols):
             got = layout.apply(offset=_tma_element_offset(r, c, rows, swizzle, bits))
             assert got == ((c, r) if transposed else (r, c)), (r, c)
+
+
+@pytest.mark.parametrize("swizzle", [32, 64, 128])
+@pytest.mark.parametrize("bits", [8, 16, 32])
+def test_3d_tma_boxes_stack_the_batch_slices_as_the_layout_does(swizzle, bits):
+    """A 3-D tile takes one box per batch slice and panel; the slices follow each other whole,
+    which is the 3-D nvmma_shared layout (leading dims stack 2-D tiles)."""
+    from kernellab.layouts import nvmma_shared
+
+    batch, rows, cols = 4, 8, 2 * swizzle * 8 // bits  # two panels, 8-row slices
+    layout = nvmma_shared(swizzle, bits, False, [batch, rows, cols])
+    for s in range(batch):
+        for r in range(rows):
+            for c in range(cols):
+                offset = _tma_element_offset(r, c, rows, swizzle, bits, s, cols)
+                assert layout.apply(offset=offset) == (s, r, c), (s, r, c)
+
+
+@kl.jit
+def tma_tiles_3d_kernel(x_desc, y_desc, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr):
+    """Tiles straddling every edge of a 3-D tensor (the innermost offset a multiple of 8
+    elements: a box starts on 16 bytes)."""
+    i = tl.program_id(0) * B0 - 1
+    j = tl.program_id(1) * B1 - 3
+    k = tl.program_id(2) * B2 - 8
+    y_desc.store([i, j, k], x_desc.load([i, j, k]) * 2 + 1)
+
+
+@kl.jit
+def batched_tiles_kernel(x_ptr, y_ptr, B, M, K, B0: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+    """3-D device-side descriptors over [B, M, K] (a batch stride the kernel computes: its maps
+    are built in the kernel), tiles straddling every edge."""
+    x_desc = tl.make_tensor_descriptor(x_ptr, [B, M, K], [M * K, K, 1], [B0, BM, BK])
+    y_desc = tl.make_tensor_descriptor(y_ptr, [B, M, K], [M * K, K, 1], [B0, BM, BK])
+    i = tl.program_id(0) * B0 - 1
+    j = tl.program_id(1) * BM - 3
+    k = tl.program_id(2) * BK - 8
+    y_desc.store([i, j, k], x_desc.load([i, j, k]) * 2 + 1)
+
+
+@pytest.mark.parametrize(("block", "copies"), [([1, 16, 64], 1), ([2, 16, 64], 2), ([2, 16, 128], 4), ([4, 8, 32], 4)])
+def test_3d_tiles_are_tma_copies_one_box_per_slice_and_panel(block, copies):
+    x = np.zeros((5, 37, 72), np.float16)
+    args = (TensorDescriptor.from_tensor(x, block), TensorDescriptor.from_tensor(x, block))
+    ck = compiled(tma_tiles_3d_kernel, args, dict(B0=block[0], B1=block[1], B2=block[2]))
+    assert record(ck, "lower_descriptors").summary == "2× kept, 1× guard-store"
+    shape = "x".join(map(str, block))
+    check(ck.asm["ttgir"], [f"ttg.local_alloc : () -> !ttg.memdesc<{shape}xf16, #shared, #smem, mutable>",
+                            "ttng.async_tma_copy_global_to_local", "ttg.local_load",
+                            "ttng.async_tma_copy_local_to_global"])  # fmt: skip
+    load = TmaDescriptor.of(ck.metadata["tma_descriptors"][0])
+    assert load.box == (1, block[1], min(block[2], 64)) and load.shape == (("arg", 1), ("arg", 2), ("arg", 3))
+    ptx = ck.asm["ptx"]
+    assert ptx.count("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes") == copies
+    assert ptx.count("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group") == copies
+    assert len(ck.asm["cubin"]) > 0
+
+
+def test_3d_tiles_tma_cannot_take_stay_plain_and_say_why():
+    x = np.zeros((5, 37, 72), np.float16)
+    block = [2, 4, 64]
+    args = (TensorDescriptor.from_tensor(x, block), TensorDescriptor.from_tensor(x, block))
+    ck = compiled(tma_tiles_3d_kernel, args, dict(B0=2, B1=4, B2=64))
+    assert "the batch slices of a 3-D tile start on 8-row boundaries" in record(ck, "lower_descriptors").summary
+    assert "ttng." not in ck.asm["ttgir"]
+
+
+def test_a_3d_map_the_kernel_builds():
+    x = np.zeros((3, 40, 64), np.float16)
+    ck = compiled(batched_tiles_kernel, (x, x, 3, 40, 64), {"B0": 2, "BM": 16, "BK": 64})
+    assert "ttng.tensormap_create" in ck.asm["ttgir"] and "box = array<i32: 1, 16, 64>" in ck.asm["ttgir"]
+    check(ck.asm["ptx"], [
+        re.compile(r"tensormap.replace.tile.rank.shared::cta.b1024.b32 \[%rd\d+\], 2;"),
+        re.compile(r"box_dim.shared::cta.b1024.b32 \[%rd\d+\], 2, 1;"),  # one batch slice a box
+        re.compile(r"global_stride.shared::cta.b1024.b64 \[%rd\d+\], 1, %rd\d+;"),
+        "cp.async.bulk.tensor.3d.shared::cluster.global", "cp.async.bulk.tensor.3d.shared::cluster.global",
+    ])  # fmt: skip
+    assert len(ck.asm["cubin"]) > 0
 
 
 def test_block_pointers_checked_on_every_dim_are_descriptor_accesses():

@@ -3,13 +3,20 @@ compile for sm_90a there), against the interpreter: tiles straddling every edge 
 (reads outside give zero or NaN, stores are clipped), fp16/bf16/fp32, host and device-side
 descriptors, descriptors whose tensor maps the kernel builds (against float64, with and
 without `kl.set_allocator`), 2-D (TMA) and 3-D (the plain lowering), the persistent descriptor
-matmul, an MN-major B and a block-pointer matmul against float64, and the launch-time check."""
+matmul, an MN-major B and a block-pointer matmul against float64, 3-D tiles through TMA (host
+descriptors and maps the kernel builds) against float64, and the launch-time check."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_tma import batched_matmul_kernel, matmul_kn_kernel, moving_window_kernel
+from test_tma import (
+    batched_matmul_kernel,
+    batched_tiles_kernel,
+    matmul_kn_kernel,
+    moving_window_kernel,
+    tma_tiles_3d_kernel,
+)
 from tests.language.test_tiles import block_pointer_matmul_kernel
 
 import kernellab as kl
@@ -306,3 +313,48 @@ def test_a_map_rebuilt_in_every_iteration_matches_float64(torch):
     bound = kl.cdiv(M, bm) * 2.0**-24 * np.abs(padded).reshape(-1, bm, N).sum(axis=0) + 1e-6
     bad = ~(np.abs(y.double().cpu().numpy() - ref) <= bound)
     assert not bad.any(), f"{int(bad.sum())} of {bad.size} off; first at {tuple(np.argwhere(bad)[0])}"
+
+
+def _twice_plus_one(x, dtype):
+    """x * 2 + 1 in float64, rounded to the dtype once (as the kernel's x * 2 exact, + 1)."""
+    want = np.asarray(_numpy(x, dtype), np.float64) * 2 + 1
+    return np.asarray(want.astype(np.float32).astype(_np_dtype(dtype)), np.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("block", [(1, 16, 64), (2, 16, 64), (2, 16, 128), (4, 8, 32)],
+                         ids=lambda b: "x".join(map(str, b)))  # fmt: skip
+def test_3d_tma_tiles_at_every_edge_match_float64(torch, dtype, block):
+    """3-D host descriptors through cp.async.bulk.tensor.3d (one box per batch slice and
+    panel): the tiles straddle every edge, each element is written by exactly one."""
+    shape = (5, 37, 72)  # rows 144 / 288 bytes apart: TMA's 16-byte rule holds
+    x = _random(torch, shape, dtype)
+    poison = 4242.0
+    y = torch.full_like(x, poison)
+    grid = tuple(kl.cdiv(s, b) + 1 for s, b in zip(shape, block))
+    ck = tma_tiles_3d_kernel[grid](TensorDescriptor.from_tensor(x, list(block)),
+                                   TensorDescriptor.from_tensor(y, list(block)),
+                                   B0=block[0], B1=block[1], B2=block[2])  # fmt: skip
+    torch.cuda.synchronize()
+    assert "cp.async.bulk.tensor.3d" in ck.asm["ptx"]
+    got = np.asarray(_numpy(y, dtype), np.float64)
+    assert not (got == poison).any(), "an element was not written"
+    _same(got, _twice_plus_one(x, dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("b0", [1, 2])
+def test_3d_maps_the_kernel_builds_match_float64(torch, dtype, b0):
+    """Batched [B, M, K] descriptors with a batch stride the kernel computes: rank-3 tensor
+    maps written by the program, tiles [b0, 16, 64] straddling every edge."""
+    B, M, K = 3, 40, 80
+    x = _random(torch, (B, M, K), dtype)
+    poison = 4242.0
+    y = torch.full_like(x, poison)
+    grid = (kl.cdiv(B, b0) + 1, kl.cdiv(M, 16) + 1, kl.cdiv(K, 64) + 1)
+    ck = batched_tiles_kernel[grid](x, y, B, M, K, B0=b0, BM=16, BK=64)
+    torch.cuda.synchronize()
+    assert "tensormap.cp_fenceproxy" in ck.asm["ptx"] and "cp.async.bulk.tensor.3d" in ck.asm["ptx"]
+    got = np.asarray(_numpy(y, dtype), np.float64)
+    assert not (got == poison).any(), "an element was not written"
+    _same(got, _twice_plus_one(x, dtype))

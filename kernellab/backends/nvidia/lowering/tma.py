@@ -1,9 +1,10 @@
 """Hopper's Tensor Memory Accelerator and mbarriers (sm_90a): the TTGIR of passes/ttgir/tma.py.
 
 One thread (thread 0) initialises a barrier, announces the bytes to come
-(`mbarrier.arrive.expect_tx`) and issues the copies (`cp.async.bulk.tensor.2d`, one per
-swizzle-wide panel of the NVMMA buffer: the box is the panel, its rows swizzled by the TMA the
-way the layout says); every thread then spins on `mbarrier.try_wait.parity`. The tensor map is
+(`mbarrier.arrive.expect_tx`) and issues the copies (`cp.async.bulk.tensor.2d` / `.3d`, one
+per swizzle-wide panel of the NVMMA buffer and, for a 3-D tile, per batch slice: the box is the
+panel of one slice, its rows swizzled by the TMA the way the layout says); every thread then
+spins on `mbarrier.try_wait.parity`. The tensor map is
 a by-value kernel parameter whose generic address (`cvta.param`, the parameter being a grid
 constant) the instructions take. TMA coordinates run innermost dim first.
 
@@ -59,10 +60,30 @@ def _leader(ctx, pred=None):
     return ctx.b.zext(first, I32)
 
 
-def _tile(buf) -> tuple[int, int]:
-    """(rows, columns) of the tile the TMA moves: columns along the buffer's contiguous dim
-    (a transposed NVMMA buffer holds the tile of its transposed shape)."""
-    return buf.shape[buf.order[1]], buf.shape[buf.order[0]]
+def _tile(buf) -> tuple[int, int, int]:
+    """(batch slices, rows, columns) of the tile the TMA moves: columns along the buffer's
+    contiguous dim (a transposed NVMMA buffer holds the tile of its transposed shape), the
+    slices of a 3-D tile along its leading dim (one 2-D tile after another)."""
+    batch = buf.shape[buf.order[2]] if len(buf.shape) == 3 else 1
+    return batch, buf.shape[buf.order[1]], buf.shape[buf.order[0]]
+
+
+def _boxes(ctx, buf, coords):
+    """(shared byte offset, coordinates innermost first) of each box copy of a tile: one per
+    batch slice and swizzle-wide panel, at tensor coordinates `coords` (outermost first)."""
+    batch, rows, cols = _tile(buf)
+    panel_cols = buf.block_cols or cols
+    panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
+    *outer, row, col = coords
+    for s in range(batch):
+        for p in range(cols // panel_cols):
+            inner = ctx.b.add(col, I32(p * panel_cols))
+            at = (s * (cols // panel_cols) + p) * panel_bytes
+            yield at, [inner, row, *(ctx.b.add(c, I32(s)) for c in outer)]
+
+
+def _coordinates(n: int, first: int) -> str:
+    return "{" + ", ".join(f"${first + i}" for i in range(n)) + "}"
 
 
 def _init(ctx, op: ttng.InitBarrierOp) -> None:
@@ -87,22 +108,18 @@ def _copy_in(ctx, op: ttng.AsyncTMACopyGlobalToLocalOp) -> None:
     if any(write and p.overlaps(iv) for p, write in ctx.barriers.pending):
         ctx.asm(VOID, FENCE_ASYNC_PROXY, "", [])  # the threads' writes, ordered before the copy's
     ctx.barriers.before_async_write(iv)
-    rows, cols = _tile(buf)
-    panel_cols = buf.block_cols or cols
-    panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
     dst = _smem_address(ctx, op.result)
     bar = _smem_address(ctx, op.barrier)
     tmap = _map_address(ctx, op.desc)
-    row, col = (ctx.get(c) for c in op.coord)
     leader = _leader(ctx, ctx.get(op.pred))
+    rank = len(op.coord)
     copy = (
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-        "[$1], [$2, {$3, $4}], [$5];"
+        f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        f"[$1], [$2, {_coordinates(rank, 3)}], [${3 + rank}];"
     )
-    for p in range(cols // panel_cols):
-        at = ctx.b.add(dst, I32(p * panel_bytes))
-        inner = ctx.b.add(col, I32(p * panel_cols))
-        ctx.asm(VOID, _one_thread(copy), "r,r,l,r,r,r", [leader, at, tmap, inner, row, bar])
+    for at, coords in _boxes(ctx, buf, [ctx.get(c) for c in op.coord]):
+        args = [leader, ctx.b.add(dst, I32(at)), tmap, *coords, bar]
+        ctx.asm(VOID, _one_thread(copy), "r,r,l" + ",r" * (rank + 1), args)
 
 
 def _map_address(ctx, value):
@@ -139,18 +156,14 @@ def _fence(ctx, op: ttng.FenceAsyncSharedOp) -> None:
 def _copy_out(ctx, op: ttng.AsyncTMACopyLocalToGlobalOp) -> None:
     ctx.smem_access(buffer_interval(ctx, op.src), write=False)  # after the threads' writes
     buf = ctx.get(op.src)
-    rows, cols = _tile(buf)
-    panel_cols = buf.block_cols or cols
-    panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
     src = _smem_address(ctx, op.src)
     tmap = _map_address(ctx, op.desc)
-    row, col = (ctx.get(c) for c in op.coord)
     leader = _leader(ctx)
-    copy = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$4];"
-    for p in range(cols // panel_cols):
-        at = ctx.b.add(src, I32(p * panel_bytes))
-        inner = ctx.b.add(col, I32(p * panel_cols))
-        ctx.asm(VOID, _one_thread(copy), "r,l,r,r,r", [leader, tmap, inner, row, at])
+    rank = len(op.coord)
+    copy = f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {_coordinates(rank, 2)}], [${2 + rank}];"
+    for at, coords in _boxes(ctx, buf, [ctx.get(c) for c in op.coord]):
+        args = [leader, tmap, *coords, ctx.b.add(src, I32(at))]
+        ctx.asm(VOID, _one_thread(copy), "r,l" + ",r" * (rank + 1), args)
     ctx.asm(VOID, _one_thread("cp.async.bulk.commit_group;"), "r", [leader])
 
 
