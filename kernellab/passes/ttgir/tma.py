@@ -148,6 +148,7 @@ def shared_type(op) -> ttg.MemDescType:
 
 def run(module: ModuleOp) -> Rewrites:
     rewrites = Rewrites()
+    maps_before = _built_maps(module)
     for func in [op for op in module.ops if isinstance(op, tt.FuncOp)]:
         for op in list(func.walk()):
             if not isinstance(op, (tt.DescriptorLoadOp, tt.DescriptorStoreOp)):
@@ -164,7 +165,14 @@ def run(module: ModuleOp) -> Rewrites:
             else:
                 _store(op, desc)
                 rewrites.note("tma-store")
+    built = _built_maps(module) - maps_before
+    if built:  # tensor maps this pass placed in the kernel (the pipeliner's are before it)
+        rewrites.note("tensormap-create", built)
     return rewrites
+
+
+def _built_maps(module: ModuleOp) -> int:
+    return sum(isinstance(op, ttng.TensormapCreateOp) for op in module.walk())
 
 
 def _tile_type(op):

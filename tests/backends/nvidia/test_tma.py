@@ -151,6 +151,7 @@ def test_a_descriptor_the_kernel_computes_builds_its_tensor_map_in_global_scratc
         "ttng.async_tma_copy_local_to_global",
     ])  # fmt: skip
     assert ttgir.count("ttng.tensormap_create") == 1  # one map for the load and the store
+    assert record(ck, "tma").summary == "1× tma-load, 1× tma-store, 1× tensormap-create"
     assert "tt.nv_tma_desc" not in ttgir and ck.metadata.get("tma_descriptors") is None
     assert (ck.metadata["global_scratch_size"], ck.metadata["global_scratch_align"]) == (128, 128)
     ptx = ck.asm["ptx"]
