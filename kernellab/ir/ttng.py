@@ -11,8 +11,9 @@ probabilities, which then never goes through shared memory). With `isAsync` the 
 starts; `ttng.warp_group_dot_wait` says when its result (and its buffers) may be used.
 
 The Tensor Memory Accelerator (TMA) copies a whole tile between global and shared memory for
-one thread, through a tensor map (a 128-byte CUtensorMap the driver encodes; here a kernel
-parameter `!tt.ptr<i8> {tt.nv_tma_desc}` passed by value). A copy into shared memory completes
+one thread, through a tensor map (a 128-byte CUtensorMap the driver encodes, a kernel
+parameter `!tt.ptr<i8> {tt.nv_tma_desc}` passed by value; or one the kernel writes into global
+scratch, `tensormap_create`, and acquires, `tensormap_fenceproxy_acquire`). A copy into shared memory completes
 on an mbarrier (`!ttg.memdesc<1xi64>`): `init_barrier` (arrivals expected), `barrier_expect`
 (the bytes the copies will bring: the phase completes when they have), the copies, and
 `wait_barrier` (until the barrier's phase with the given parity completes);
