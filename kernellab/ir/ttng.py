@@ -26,22 +26,31 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, TensorType, UnitAttr, i1, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     AnyOf,
+    AttrSizedOperandSegments,
     BaseAttr,
-    VarConstraint,
     IRDLOperation,
     ParsePropInAttrDict,
+    VarConstraint,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
-    var_operand_def,
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer

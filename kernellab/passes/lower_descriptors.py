@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i1, i32
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from kernellab.ir import arith, tt
-from xdsl.dialects import scf
 from kernellab.passes.rewrite import Rewrites
 
 NAME = "lower_descriptors"

@@ -11,6 +11,7 @@ run in order, so they may share it; launches on two streams never do.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 from kernellab.backends import allocation
@@ -31,7 +32,7 @@ class GlobalScratch:
         if fn is None:
             return self._own(size, stream, device)
         buffer = fn(size, self.alignment, stream)
-        pointer = buffer.data_ptr() if hasattr(buffer, "data_ptr") else int(buffer)
+        pointer = buffer.data_ptr()
         if pointer % self.alignment:
             raise ValueError(
                 f"{self.kernel}: the allocator set with kl.set_allocator returned {pointer:#x} for "
@@ -56,8 +57,6 @@ class GlobalScratch:
 
 def _free_all(owned: dict) -> None:
     for pointer, _ in owned.values():
-        try:
+        with contextlib.suppress(driver.CudaError):  # the context is gone (exit): so is the memory
             driver.call("cuMemFree", pointer)
-        except Exception:  # the context is gone (interpreter exit): so is the memory
-            pass
     owned.clear()

@@ -251,8 +251,9 @@ def built_map(op) -> SSAValue:
     fields = [op.base, *op.shape, *op.strides[:-1]]
     for create in func.walk():
         if isinstance(create, ttng.TensormapCreateOp) and list(create.operands[1:]) == fields:
-            if (list(create.box.get_values()), create.elem_type.value.data, create.swizzle_mode.value.data,
-                    create.fill_mode.value.data) == props:  # fmt: skip
+            found = (list(create.box.get_values()), create.elem_type.value.data,
+                     create.swizzle_mode.value.data, create.fill_mode.value.data)  # fmt: skip
+            if found == props:
                 return create.desc_ptr
     module = op.get_toplevel_object()
     used = module.attributes.get(ttg.SCRATCH_SIZE_ATTR)

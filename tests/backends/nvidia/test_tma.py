@@ -499,7 +499,7 @@ def batched_tiles_kernel(x_ptr, y_ptr, B, M, K, B0: tl.constexpr, BM: tl.constex
 def test_3d_tiles_are_tma_copies_one_box_per_slice_and_panel(block, copies):
     x = np.zeros((5, 37, 72), np.float16)
     args = (TensorDescriptor.from_tensor(x, block), TensorDescriptor.from_tensor(x, block))
-    ck = compiled(tma_tiles_3d_kernel, args, dict(B0=block[0], B1=block[1], B2=block[2]))
+    ck = compiled(tma_tiles_3d_kernel, args, {"B0": block[0], "B1": block[1], "B2": block[2]})
     assert record(ck, "lower_descriptors").summary == "2× kept, 1× guard-store"
     shape = "x".join(map(str, block))
     check(ck.asm["ttgir"], [f"ttg.local_alloc : () -> !ttg.memdesc<{shape}xf16, #shared, #smem, mutable>",
@@ -517,7 +517,7 @@ def test_3d_tiles_tma_cannot_take_stay_plain_and_say_why():
     x = np.zeros((5, 37, 72), np.float16)
     block = [2, 4, 64]
     args = (TensorDescriptor.from_tensor(x, block), TensorDescriptor.from_tensor(x, block))
-    ck = compiled(tma_tiles_3d_kernel, args, dict(B0=2, B1=4, B2=64))
+    ck = compiled(tma_tiles_3d_kernel, args, {"B0": 2, "B1": 4, "B2": 64})
     assert "the batch slices of a 3-D tile start on 8-row boundaries" in record(ck, "lower_descriptors").summary
     assert "ttng." not in ck.asm["ttgir"]
 

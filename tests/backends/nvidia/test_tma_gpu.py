@@ -17,7 +17,6 @@ from test_tma import (
     moving_window_kernel,
     tma_tiles_3d_kernel,
 )
-from tests.language.test_tiles import block_pointer_matmul_kernel
 
 import kernellab as kl
 import kernellab.language as tl
@@ -25,6 +24,7 @@ from kernellab.backends import allocation
 from kernellab.backends.arguments import ArgumentError
 from kernellab.examples import matmul_descriptor_persistent
 from kernellab.tools.tensor_descriptor import TensorDescriptor
+from tests.language.test_tiles import block_pointer_matmul_kernel
 
 pytestmark = pytest.mark.gpu
 

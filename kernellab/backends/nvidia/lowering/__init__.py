@@ -10,11 +10,11 @@ mbarriers).
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 from xdsl.dialects.builtin import ModuleOp
 
-from kernellab.backends.metadata import TmaDescriptor
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
+from kernellab.backends.metadata import TmaDescriptor
 from kernellab.backends.nvidia.lowering import async_copy, debug, gpu_state, mma, tma, wgmma
 from kernellab.backends.nvidia.lowering.target import NvidiaTarget
 from kernellab.ir import tt, ttg
