@@ -180,9 +180,9 @@ MAP_STAGING = MAP_BYTES + MAP_BYTES - 16  # shared bytes holding a 128-byte alig
 def _scratch_alloc(ctx, op: ttg.GlobalScratchAllocOp) -> None:
     """This program's `nbytes` at `offset` in its region of the launch's global scratch."""
     target, b = ctx.target, ctx.b
-    x, y, z = (target.program_id(ctx, axis) for axis in range(3))
-    nx, ny = (target.num_programs(ctx, axis) for axis in range(2))
-    linear = b.zext(b.add(x, b.mul(nx, b.add(y, b.mul(ny, z)))), I64)
+    x, y, z = (b.zext(target.program_id(ctx, axis), I64) for axis in range(3))
+    nx, ny = (b.zext(target.num_programs(ctx, axis), I64) for axis in range(2))
+    linear = b.add(x, b.mul(nx, b.add(y, b.mul(ny, z))))  # i64: a grid may hold 2^31 programs
     per_program = ctx.module_op.attributes[ttg.SCRATCH_SIZE_ATTR].value.data
     offset = b.add(b.mul(linear, I64(per_program)), I64(op.offset.value.data))
     ctx.set(op.result, b.gep(ctx.hidden[SCRATCH_PARAM], [offset], source_etype=I8))
