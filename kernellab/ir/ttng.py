@@ -279,8 +279,8 @@ class TensormapCreateOp(IRDLOperation):
     `cuTensorMapEncodeTiled` encodes on the host) into the 128 global bytes at `slot`: i64
     `dims` and `strides` in elements, outermost dim first as the descriptor holds them (the
     innermost stride, one element, left out), the box (elements, outermost first), and the
-    element type, swizzle and out-of-bounds fill numbered as PTX's `tensormap.replace` (and the
-    driver's enums) number them. The write is released to the tensor-map proxy; a reader
+    element type, swizzle and out-of-bounds fill numbered as PTX's `tensormap.replace` numbers
+    them. The write is released to the tensor-map proxy; a reader
     acquires it (`tensormap_fenceproxy_acquire`) before its copies use the map."""
 
     name = "ttng.tensormap_create"

@@ -231,8 +231,9 @@ def _facts(op) -> DictionaryAttr:
 
 
 MAP_BYTES = 128  # a CUtensorMap; its global slot is aligned to its size
-# element type → CUtensorMapDataType (the numbers `tensormap.replace.tile.elemtype` takes)
-_ELEMENT_TYPES = {"f16": 6, "bf16": 9, "f32": 7, "f64": 8, "i8": 0, "i16": 1, "i32": 3, "i64": 5}
+# element type → the number `tensormap.replace.tile.elemtype` takes (PTX's own table: from f64
+# on it is not the driver's CUtensorMapDataType, where f64 is 8 and bf16 9)
+_ELEMENT_TYPES = {"f16": 6, "bf16": 10, "f32": 7, "f64": 9, "i8": 0, "i16": 1, "i32": 3, "i64": 5}
 _SWIZZLE_MODES = {32: 1, 64: 2, 128: 3}
 _FILL_MODES = {"zero": 0, "nan": 1}  # nan: CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
 

@@ -522,6 +522,17 @@ def test_3d_tiles_tma_cannot_take_stay_plain_and_say_why():
     assert "ttng." not in ck.asm["ttgir"]
 
 
+@pytest.mark.parametrize(("dtype", "number"), [(np.float16, 6), ("bfloat16", 10), (np.float32, 7), (np.float64, 9)])
+def test_a_built_map_numbers_its_element_type_as_ptx_does(dtype, number):
+    """tensormap.replace's element types are PTX's table, not the driver's enum (bf16 10, f64 9)."""
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
+    a = np.zeros((64, 64), dtype)
+    ck = compiled(computed_descriptor_kernel, (a, 64, 64), {"BM": 32, "BN": 64})
+    assert re.search(rf"elemtype.shared::cta.b1024.b32 \[%rd\d+\], {number};", ck.asm["ptx"])
+    assert len(ck.asm["cubin"]) > 0
+
+
 def test_a_3d_map_the_kernel_builds():
     x = np.zeros((3, 40, 64), np.float16)
     ck = compiled(batched_tiles_kernel, (x, x, 3, 40, 64), {"B0": 2, "BM": 16, "BK": 64})
