@@ -19,6 +19,8 @@ from kernellab.backends.nvidia import driver
 
 
 class GlobalScratch:
+    """One kernel's scratch: `pointer(grid, stream, device)` per launch."""
+
     def __init__(self, kernel: str, per_program: int, alignment: int):
         self.kernel, self.per_program, self.alignment = kernel, per_program, alignment
         self._held: dict[tuple[int, int], object] = {}  # (device, stream) -> allocator's buffer
