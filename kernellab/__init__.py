@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import importlib
 
+from kernellab.backends.allocation import set_allocator
 from kernellab.backends.typed_view import reinterpret
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.runtime import cdiv, next_power_of_2
-from kernellab.runtime.allocation import set_allocator
 from kernellab.runtime.autotuner import Config, autotune, heuristics
 from kernellab.runtime.jit import JITFunction, jit
 

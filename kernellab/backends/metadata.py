@@ -40,6 +40,10 @@ class KernelMetadata(Mapping):
     # per host TensorDescriptor copied with TMA (sm_90a): TmaDescriptor.as_dict(), in the order
     # of the by-value tensor-map parameters that follow the signature's
     tma_descriptors: list | None = None
+    # global memory the launch gives each program (tensor maps the kernel builds), in bytes,
+    # passed as the hidden last parameter (Triton's names)
+    global_scratch_size: int | None = None
+    global_scratch_align: int | None = None
     ptx_version: str | None = None
     # resources (ptxas)
     registers: int | None = None

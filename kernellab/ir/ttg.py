@@ -587,6 +587,30 @@ class AsyncWaitOp(IRDLOperation):
         return self.num.value.data
 
 
+@irdl_op_definition
+class GlobalScratchAllocOp(IRDLOperation):
+    """`ttg.global_scratch_alloc {alignment = 128 : i32, nbytes = 128 : i32, offset = 0 : i32}
+    : !tt.ptr<i8>`: `nbytes` of global memory of this program's own, `offset` bytes into the
+    per-program region the launch provides (the module's `ttg.global_scratch_memory_size`
+    bytes per program, one region per program of the grid)."""
+
+    name = "ttg.global_scratch_alloc"
+    nbytes = prop_def(IntegerAttr)
+    alignment = prop_def(IntegerAttr)
+    offset = prop_def(IntegerAttr)
+    result = result_def()
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, result_type: Attribute, nbytes: int, alignment: int, offset: int):
+        props = {"nbytes": IntegerAttr(nbytes, i32), "alignment": IntegerAttr(alignment, i32),
+                 "offset": IntegerAttr(offset, i32)}  # fmt: skip
+        super().__init__(result_types=[result_type], properties=props)
+
+
+SCRATCH_SIZE_ATTR = "ttg.global_scratch_memory_size"
+
+
 def memdesc_root(value: SSAValue) -> SSAValue:
     """The buffer a memdesc value views: through ttg.memdesc_index to the ring's local_alloc."""
     while isinstance(value.owner, MemDescIndexOp):
@@ -606,6 +630,7 @@ TTG = Dialect(
         AsyncCopyGlobalToLocalOp,
         AsyncCommitGroupOp,
         AsyncWaitOp,
+        GlobalScratchAllocOp,
     ],
     [
         BlockedEncodingAttr,

@@ -11,8 +11,9 @@ probabilities, which then never goes through shared memory). With `isAsync` the 
 starts; `ttng.warp_group_dot_wait` says when its result (and its buffers) may be used.
 
 The Tensor Memory Accelerator (TMA) copies a whole tile between global and shared memory for
-one thread, through a tensor map (a 128-byte CUtensorMap the driver encodes; here a kernel
-parameter `!tt.ptr<i8> {tt.nv_tma_desc}` passed by value). A copy into shared memory completes
+one thread, through a tensor map (a 128-byte CUtensorMap the driver encodes, a kernel
+parameter `!tt.ptr<i8> {tt.nv_tma_desc}` passed by value; or one the kernel writes into global
+scratch, `tensormap_create`, and acquires, `tensormap_fenceproxy_acquire`). A copy into shared memory completes
 on an mbarrier (`!ttg.memdesc<1xi64>`): `init_barrier` (arrivals expected), `barrier_expect`
 (the bytes the copies will bring: the phase completes when they have), the copies, and
 `wait_barrier` (until the barrier's phase with the given parity completes);
@@ -25,21 +26,31 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, UnitAttr, i1, i32
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import (
     AnyOf,
+    AttrSizedOperandSegments,
     BaseAttr,
-    VarConstraint,
     IRDLOperation,
     ParsePropInAttrDict,
+    VarConstraint,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
-    var_operand_def,
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -261,9 +272,63 @@ class AsyncTMAStoreWaitOp(IRDLOperation):
         super().__init__(properties={"pendings": _i32(pendings)})
 
 
+@irdl_op_definition
+class TensormapCreateOp(IRDLOperation):
+    """`ttng.tensormap_create %slot, %base, [%dims...], [%strides...] {box = array<i32: ...>,
+    elem_type, swizzle_mode, fill_mode}`: the program writes a tiled tensor map (what
+    `cuTensorMapEncodeTiled` encodes on the host) into the 128 global bytes at `slot`: i64
+    `dims` and `strides` in elements, outermost dim first as the descriptor holds them (the
+    innermost stride, one element, left out), the box (elements, outermost first), and the
+    element type, swizzle and out-of-bounds fill numbered as PTX's `tensormap.replace` numbers
+    them. The write is released to the tensor-map proxy; a reader
+    acquires it (`tensormap_fenceproxy_acquire`) before its copies use the map."""
+
+    name = "ttng.tensormap_create"
+    desc_ptr = operand_def()
+    global_address = operand_def()
+    global_dim = var_operand_def(i64)
+    global_stride = var_operand_def(i64)
+    box = prop_def(DenseArrayBase)
+    elem_type = prop_def(IntegerAttr)
+    swizzle_mode = prop_def(IntegerAttr)
+    fill_mode = prop_def(IntegerAttr)
+    traits = traits_def(MemoryWriteEffect())
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = (
+        "$desc_ptr `,` $global_address `,` `[` $global_dim `]` `,` `[` $global_stride `]` attr-dict "
+        "`:` type($desc_ptr) `,` type($global_address)"
+    )
+
+    def __init__(self, desc_ptr: SSAValue, global_address: SSAValue, dims, strides, box,
+                 elem_type: int, swizzle_mode: int, fill_mode: int):  # fmt: skip
+        super().__init__(
+            operands=[desc_ptr, global_address, list(dims), list(strides)],
+            properties={
+                "box": DenseArrayBase.from_list(i32, list(box)), "elem_type": _i32(elem_type),
+                "swizzle_mode": _i32(swizzle_mode), "fill_mode": _i32(fill_mode),
+            },
+        )  # fmt: skip
+
+
+@irdl_op_definition
+class TensormapFenceproxyAcquireOp(IRDLOperation):
+    """`ttng.tensormap_fenceproxy_acquire %slot : !tt.ptr<i8>`: the tensor map written at
+    `slot` becomes visible to this program's TMA copies (the acquire half of the writer's
+    release through the tensor-map proxy)."""
+
+    name = "ttng.tensormap_fenceproxy_acquire"
+    desc_ptr = operand_def()
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$desc_ptr attr-dict `:` type($desc_ptr)"
+
+    def __init__(self, desc_ptr: SSAValue):
+        super().__init__(operands=[desc_ptr])
+
+
 TMA_OPS = (
     InitBarrierOp, InvalBarrierOp, BarrierExpectOp, WaitBarrierOp, AsyncTMACopyGlobalToLocalOp,
-    AsyncTMACopyLocalToGlobalOp, FenceAsyncSharedOp, AsyncTMAStoreWaitOp,
+    AsyncTMACopyLocalToGlobalOp, FenceAsyncSharedOp, AsyncTMAStoreWaitOp, TensormapCreateOp,
+    TensormapFenceproxyAcquireOp,
 )  # fmt: skip
 
 TTNG = Dialect("ttng", [WarpGroupDotOp, WarpGroupDotWaitOp, *TMA_OPS], [])

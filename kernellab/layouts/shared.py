@@ -56,13 +56,15 @@ def nvmma_swizzle(swizzle_bytes: int, element_bits: int) -> tuple[int, int, int,
 def nvmma_shared(
     swizzle_bytes: int, element_bits: int, transposed: bool, shape: Sequence[int]
 ) -> LinearLayout:
-    """#ttg.nvmma_shared on a 2-D `shape`: the contiguous dim (0 if `transposed`, else 1) cut
-    into blocks of `swizzle_bytes`; a block holds every row, each row swizzled as
-    nvmma_swizzle says; blocks follow each other."""
+    """#ttg.nvmma_shared: the contiguous dim (the last if not `transposed`, else the one before
+    it) cut into blocks of `swizzle_bytes`; a block holds every row (the other of the last two
+    dims), each row swizzled as nvmma_swizzle says; blocks follow each other. Leading dims
+    (a 3-D TMA tile's, a ring's) stack whole 2-D tiles, outermost last."""
     record = NvmmaShared(swizzle_bytes, element_bits, bool(transposed))
-    if len(shape) != 2:
-        raise ValueError(f"nvmma_shared layouts are 2-D here; got shape {list(shape)}")
-    col_dim, row_dim = (0, 1) if transposed else (1, 0)
+    rank = len(shape)
+    if rank < 2:
+        raise ValueError(f"nvmma_shared layouts have at least 2 dims; got shape {list(shape)}")
+    col_dim, row_dim = (rank - 2, rank - 1) if transposed else (rank - 1, rank - 2)
     cols, rows = int(shape[col_dim]), int(shape[row_dim])
     width, vec, per_phase, max_phase = nvmma_swizzle(swizzle_bytes, element_bits)
     width = min(width, cols)
@@ -72,4 +74,6 @@ def nvmma_shared(
         bases.append((row, (vec * ((row // per_phase) % max_phase)) % width))
     bases += [(0, width << j) for j in range(log2(cols // width, "shape"))]
     tile = LinearLayout({"offset": bases}, (rows, cols), (f"dim{row_dim}", f"dim{col_dim}"))
+    for d in reversed(range(rank - 2)):
+        tile = tile * identity_1d(int(shape[d]), "offset", f"dim{d}")
     return labelled(fit_to_shape(tile, shape, SHARED_IN_DIMS), record)

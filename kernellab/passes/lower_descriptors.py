@@ -15,18 +15,24 @@ for Triton's TMA stores too), while a descriptor store anywhere is defined. So t
 runs under `scf.if` all offsets >= 0 (uniform: the offsets are scalars), and its masked form in
 the other branch (`guard-store` in the record). Known non-negative offsets (constants >= 0,
 program ids) need no guard.
+
+A kept access whose descriptor the kernel builds (a field neither a kernel parameter nor a
+constant: its tensor map is written at run time, where no launch check sees its dims) gets
+each dim that is not a constant >= 1 clamped to at least 1, and its offset on that dim moved
+to 2**30 where the dim was empty (`clamp-empty-dims`): the same tile, all outside the tensor,
+in a map the hardware can hold (a dim of 0 or less is not one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i1, i32
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from kernellab.ir import arith, tt
-from xdsl.dialects import scf
 from kernellab.passes.rewrite import Rewrites
 
 NAME = "lower_descriptors"
@@ -44,6 +50,9 @@ def run(module: ModuleOp, keep: Callable[[Operation], str] | None = None) -> Rew
             reason = keep(op)
             if not reason:
                 rewrites.note("kept")
+                if not all(field_source(v) is not None for v in (op.base, *op.shape, *op.strides)):
+                    _clamp_empty_dims(op)
+                    rewrites.note("clamp-empty-dims")
                 if isinstance(op, tt.DescriptorStoreOp) and not all(_non_negative(o) for o in op.offsets):
                     _guard_negative_offsets(op)
                     rewrites.note("guard-store")
@@ -54,9 +63,48 @@ def run(module: ModuleOp, keep: Callable[[Operation], str] | None = None) -> Rew
     return rewrites
 
 
+def field_source(value: SSAValue) -> tuple[str, int] | None:
+    """Where a descriptor field comes from: ("arg", kernel argument index) or ("value", the
+    constant a specialized parameter became); None for a value the kernel computes."""
+    while isinstance(value.owner, (arith.ExtsiOp, arith.ExtuiOp)):
+        value = value.owner.input
+    if isinstance(value, BlockArgument):
+        return ("arg", value.index) if isinstance(value.owner.parent_op(), tt.FuncOp) else None
+    if isinstance(value.owner, arith.ConstantOp) and isinstance(value.owner.value, IntegerAttr):
+        return ("value", value.owner.value.value.data)
+    return None
+
+
+def _clamp_empty_dims(op) -> None:
+    """Each dim not a constant >= 1 as max(dim, 1), its offset 2**30 where dim < 1."""
+    new: list[Operation] = []
+    shape, offsets = list(op.shape), list(op.offsets)
+    for d, dim in enumerate(op.shape):
+        known = field_source(dim)
+        if known is not None and known[0] == "value" and known[1] >= 1:
+            continue
+        one = arith.ConstantOp.of(1, dim.type)
+        far = arith.ConstantOp.of(2**30, i32)
+        empty = arith.CmpiOp("slt", dim, one.result)
+        clamped = arith.SelectOp(empty.result, one.result, dim)
+        moved = arith.SelectOp(empty.result, far.result, op.offsets[d])
+        new += [one, far, empty, clamped, moved]
+        shape[d], offsets[d] = clamped.result, moved.result
+    for o in new:
+        o.location = op.location
+    Rewriter.insert_op(new, InsertPoint.before(op))
+    rank = len(shape)
+    operands = list(op.operands)
+    operands[1 : 1 + rank] = shape
+    operands[1 + 2 * rank : 1 + 3 * rank] = offsets
+    op.operands = operands
+
+
 def _non_negative(value: SSAValue) -> bool:
-    """Known >= 0 without analysis: a constant >= 0 or a program id."""
+    """Known >= 0 without analysis: a constant >= 0, a program id, or a choice of two such."""
     owner = value.owner
+    if isinstance(owner, arith.SelectOp):
+        return _non_negative(owner.lhs) and _non_negative(owner.rhs)
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
         return owner.value.value.data >= 0
     return isinstance(owner, (tt.GetProgramIdOp, tt.GetNumProgramsOp))

@@ -1,6 +1,6 @@
 """The lab on a Hopper kernel that copies its operands with TMA: the swizzle explorer lists data
-buffers only (not the ring of mbarriers beside them), and the dataflow graph colours the TMA
-copies as shared-memory traffic."""
+buffers only (not the ring of mbarriers beside them), the dataflow graph colours the TMA
+copies as shared-memory traffic, and the viewer shows a tensor map the kernel builds."""
 
 from __future__ import annotations
 
@@ -31,3 +31,18 @@ def test_tma_copies_are_shared_memory_traffic_in_the_dataflow_graph(descriptor_m
     info = graphs.dataflow_graph(descriptor_matmul).nodes_info
     tma = [kind for kind, name in info.values() if "async_tma_copy" in name]
     assert len(tma) >= 2 and set(tma) == {"shared"}
+
+
+def test_the_viewer_shows_a_tensor_map_the_kernel_builds():
+    import numpy as np
+
+    from kernellab.lab import bundle
+    from tests.backends.nvidia.test_tma import compiled, computed_descriptor_kernel
+
+    a = np.zeros((64, 64), np.float16)
+    ck = compiled(computed_descriptor_kernel, (a, 64, 64), {"BM": 32, "BN": 64})
+    data = bundle.compile_data(bundle.ViewInput(ck))
+    tma = next(p for p in data["passes"] if p["name"] == "tma")
+    assert "tensormap-create" in tma["summary"]
+    ttgir = next(s for s in data["stages"] if s["name"] == "ttgir")
+    assert "ttng.tensormap_create" in ttgir["text"]

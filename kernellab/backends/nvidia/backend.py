@@ -156,7 +156,8 @@ def _llir_stage(module, options) -> StageOutput:
 
     llvm_ir, facts = make_llir(module, options)  # name, num_warps, threads_per_block, shared, bar_syncs
     _check_shared_memory(module, facts, options.target)
-    first, last = header_lines(LaunchHeader(facts["name"], facts["shared"], facts["num_warps"]))
+    header = LaunchHeader(facts["name"], facts["shared"], facts["num_warps"], facts.get("global_scratch_size", 0))
+    first, last = header_lines(header)
     text = f"{first}\n{llvm_ir}\n{last}\n"
     return StageOutput(CudaArtifact(facts["name"], llir=text, metadata=facts), text, [], metadata=dict(facts))
 
@@ -243,9 +244,12 @@ _LLVM_THREADS = re.compile(r'"nvvm\.(?:maxntid|reqntid)"="(\d+)|!"(?:maxntidx|re
 
 
 def _launch_facts(name: str, threads: int | None, header) -> dict:
-    if header is not None:
-        return {"name": header.name, "shared": header.shared, "threads_per_block": header.threads_per_block}
-    return {"name": name, "shared": 0, "threads_per_block": threads}
+    if header is None:
+        return {"name": name, "shared": 0, "threads_per_block": threads}
+    facts = {"name": header.name, "shared": header.shared, "threads_per_block": header.threads_per_block}
+    if header.global_scratch_size:  # the kernel builds tensor maps: the launch gives it scratch
+        facts |= {"global_scratch_size": header.global_scratch_size, "global_scratch_align": 128}
+    return facts
 
 
 def _parse_llir(text: str) -> CudaArtifact:

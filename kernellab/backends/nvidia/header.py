@@ -25,11 +25,13 @@ _LINE = re.compile(r'^\s*(?:;|//|module\s+asm\s+"//)\s*kernellab:\s*(\{.*\})"?\s
 @dataclass(frozen=True)
 class LaunchHeader:
     """What a launcher needs that the IR text does not say: the kernel, its dynamic shared
-    memory in bytes, and its warps per block."""
+    memory in bytes, its warps per block, and the global scratch each program needs (bytes;
+    written only when there is some: the tensor maps a kernel builds)."""
 
     name: str
     shared: int
     num_warps: int
+    global_scratch_size: int = 0
 
     @property
     def threads_per_block(self) -> int:
@@ -38,7 +40,8 @@ class LaunchHeader:
 
 def header_lines(header: LaunchHeader) -> tuple[str, str]:
     """(first line of the LLVM IR, `module asm` line at its end that carries it into the PTX)."""
-    payload = json.dumps(asdict(header), sort_keys=True)
+    fields = {k: v for k, v in asdict(header).items() if k != "global_scratch_size" or v}
+    payload = json.dumps(fields, sort_keys=True)
     escaped = payload.replace("\\", "\\5C").replace('"', "\\22")  # LLVM string escapes
     return f"; {_MARK} {payload}", f'module asm "// {_MARK} {escaped}"'
 
@@ -52,7 +55,8 @@ def read_header(text: str) -> LaunchHeader | None:
     payload = m.group(1).replace("\\22", '"').replace("\\5C", "\\")
     try:
         fields = json.loads(payload)
-        return LaunchHeader(str(fields["name"]), int(fields["shared"]), int(fields["num_warps"]))
+        return LaunchHeader(str(fields["name"]), int(fields["shared"]), int(fields["num_warps"]),
+                            int(fields.get("global_scratch_size", 0)))  # fmt: skip
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"malformed kernellab header {m.group(0).strip()!r}: {e}") from None
 

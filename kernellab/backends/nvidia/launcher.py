@@ -27,6 +27,7 @@ import threading
 from kernellab.backends.nvidia import driver
 from kernellab.backends.arguments import ArgumentError
 from kernellab.backends.metadata import KernelMetadata, TmaDescriptor
+from kernellab.backends.nvidia.global_scratch import GlobalScratch
 from kernellab.backends.nvidia.tensor_maps import TensorMaps
 from kernellab.language.signature import Signature
 
@@ -81,8 +82,9 @@ def plan_parameters(params: list[str], signature: list[str]) -> tuple[str, list[
     """(struct format, offsets, total size, per-arg converters, trailing zero args) for a kernel
     whose PTX parameters are `params` and whose user arguments have `signature` types.
 
-    Parameters beyond the signature (scratch pointers a lowering may add) are passed as 0,
-    by-value aggregates there (TMA tensor maps) as bytes the launch fills in.
+    Parameters beyond the signature are filled by the launch: by-value aggregates (TMA tensor
+    maps) as bytes, a pointer (the global scratch of a kernel that builds tensor maps) as 0
+    until the launch gives it.
     """
     if len(params) < len(signature):
         raise ValueError(
@@ -179,6 +181,10 @@ class CudaLauncher:
         descriptors = [TmaDescriptor.of(d) for d in md.tma_descriptors or ()]
         # host TensorDescriptors copied with TMA: their tensor maps are the trailing parameters
         self._tensor_maps = TensorMaps(self.name, descriptors, self.signature) if descriptors else None
+        # a kernel that builds tensor maps: its global scratch is the last parameter
+        self._scratch = (GlobalScratch(self.name, md.global_scratch_size, md.global_scratch_align or 128)
+                         if md.global_scratch_size else None)  # fmt: skip
+        self._fills_extras = self._tensor_maps is not None or self._scratch is not None
         self.threads = md.threads_per_block or md.options.num_warps * 32
         self.shared = md.shared or 0
         self.debug = md.options.debug
@@ -292,9 +298,9 @@ class CudaLauncher:
         _, attrs, nattrs = self._attributes
         raw = driver.raw_launch_function() if self.use_raw_launch else None
         if (self._converters or self.debug or driver.device_count() > 1 or (nattrs and raw is None)
-                or self._tensor_maps is not None):  # fmt: skip
+                or self._fills_extras):  # fmt: skip
             # converted scalars, a synchronizing debug launch, a context to make current on
-            # every launch (several GPUs), or tensor maps to encode: the general path
+            # every launch (several GPUs), or tensor maps and scratch to give: the general path
             def launch_general(gx, gy, gz, *args):
                 self.run(args, (gx, gy, gz), None, where)
 
@@ -355,7 +361,7 @@ class CudaLauncher:
         """(pack_into, buffer, config pointer, kernelParams pointer) for cuLaunchKernelEx: one
         buffer holding the CUlaunchConfig and then the kernel parameters, made once."""
         if self._ex is None:
-            params = self._struct if self._tensor_maps is not None else self._args_struct
+            params = self._struct if self._fills_extras else self._args_struct
             fmt = driver.LAUNCH_CONFIG_FORMAT + params.format.lstrip("=<>@!")
             buffer = ctypes.create_string_buffer(driver.LAUNCH_CONFIG_BYTES + max(self._storage_size, 1))
             base = ctypes.addressof(buffer) + driver.LAUNCH_CONFIG_BYTES
@@ -405,15 +411,18 @@ class CudaLauncher:
                 raise self._launch_error(err, grid, device, after=True)
         return None
 
-    def _extra_values(self, args) -> tuple:
-        """The parameters after the signature's: zeros, or the launch's tensor maps."""
-        if self._tensor_maps is None:
+    def _extra_values(self, args, grid, stream: int, device: int) -> tuple:
+        """The parameters after the signature's: zeros, or the launch's tensor maps and then
+        its global scratch."""
+        if not self._fills_extras:
             return self._extras
-        return tuple(self._tensor_maps.encode(args))
+        maps = self._tensor_maps.encode(args) if self._tensor_maps is not None else []
+        scratch = [self._scratch.pointer(grid, stream, device)] if self._scratch is not None else []
+        return (*maps, *scratch)
 
     def _launch_plain(self, fn, args, grid, stream, device) -> None:
         gx, gy, gz = grid
-        extras = self._extra_values(args)
+        extras = self._extra_values(args, grid, stream, device)
         with self._lock:
             try:
                 self._struct.pack_into(self._storage, 0, *args, *extras)
@@ -437,7 +446,7 @@ class CudaLauncher:
             )  # fmt: skip
         pack, buffer, config, params = self._config_buffer()
         _, attrs, nattrs = self._attributes
-        maps = () if self._tensor_maps is None else self._extra_values(args)
+        maps = self._extra_values(args, grid, stream, device) if self._fills_extras else ()
         with self._lock:
             try:
                 pack(buffer, 0, *grid, self.threads, 1, 1, self.shared, stream, attrs, nattrs, *args, *maps)

@@ -157,6 +157,8 @@ def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
     loads, tma_loads = [], []
     for op in body.ops:
         if isinstance(op, tt.DescriptorLoadOp):  # kept for TMA by the TTIR stage
+            if not tma.defined_outside(op, loop):  # a map the kernel builds in the loop
+                continue
             staged = tma.staging(op)
             if staged is not None:
                 encoding = staged.buffer_type.encoding

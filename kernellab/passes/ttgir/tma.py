@@ -1,22 +1,28 @@
 """tma: tensor-descriptor accesses as TMA copies on Hopper (sm_90a).
 
 Which accesses (`why_not`, asked by the TTIR stage, which lowers the others to masked pointer
-accesses and names the reason in its record): a 2-D tile of 8-, 16-, 32- or 64-bit elements
-whose rows span at least 32 bytes (the tile lands in the `#ttg.nvmma_shared` layout, whose
-32/64/128-byte swizzle is the TMA's own), at most 256 rows, and a multiple of 8 rows when the
-row is cut into several swizzle-wide panels (each panel starts where the swizzle pattern does),
+accesses and names the reason in its record): a 2-D or 3-D tile of 8-, 16-, 32- or 64-bit
+elements whose rows span at least 32 bytes (the tile lands in the `#ttg.nvmma_shared` layout,
+whose 32/64/128-byte swizzle is the TMA's own; a 3-D tile's leading dim stacks whole 2-D
+tiles), at most 256 rows, and a multiple of 8 rows when the row is cut into several
+swizzle-wide panels or the tile into several batch slices (each panel and slice starts where
+the swizzle pattern does),
 at an innermost offset AxisInfo knows to be a multiple of 16 bytes (a box starting elsewhere
-faults: an illegal instruction on Hopper), of a descriptor whose base, shape and strides are
-kernel parameters or constants, so that the launcher can encode its tensor map from the
-arguments. For a host `TensorDescriptor` the rest
-TMA needs (a 16-byte aligned base, strides multiples of 16 bytes, the last stride 1) is checked
-at launch; a device-side one (`tl.make_tensor_descriptor` over parameters) qualifies only where
-the specialization already promises it (`tt.divisibility` of the base and strides), and keeps
-the plain lowering otherwise. Descriptors built from values the kernel computes would need their
-tensor map built in the kernel (global scratch, `fence.proxy.tensormap`): not yet.
+faults: an illegal instruction on Hopper). For a host `TensorDescriptor` the rest TMA needs
+(a 16-byte aligned base, strides multiples of 16 bytes, the last stride 1) is checked at
+launch; a device-side one (`tl.make_tensor_descriptor`) qualifies only where AxisInfo already
+promises it (the specialization's `tt.divisibility`, `tl.multiple_of`, and arithmetic on them),
+and keeps the plain lowering otherwise.
 
-The rewrite, per access, non-pipelined: the kernel gains one by-value parameter per
-descriptor (`!tt.ptr<i8> {tt.nv_tma_desc = 1}`, the CUtensorMap; its arg attribute `tt.tma`
+Where the tensor map comes from: a descriptor whose base, shape and strides are kernel
+parameters or constants (every host descriptor) has it encoded by the launcher
+(`cuTensorMapEncodeTiled`) and passed by value; one whose fields the kernel computes has it
+built by the kernel in global scratch (`built_map`: `ttg.global_scratch_alloc`,
+`ttng.tensormap_create`, `ttng.tensormap_fenceproxy_acquire`, as Triton does on Hopper), 128
+bytes per map per program, which the launcher provides.
+
+The rewrite, per access, non-pipelined: a launcher-encoded descriptor becomes one by-value
+kernel parameter (`!tt.ptr<i8> {tt.nv_tma_desc = 1}`, the CUtensorMap; its arg attribute `tt.tma`
 records what the launcher encodes: the parameters holding base, shape and strides (or their
 specialized constants), the box, the swizzle and the fill). A load becomes
 
@@ -71,12 +77,12 @@ def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
     """Why `op` cannot be a TMA copy here ("" when it can)."""
     t = _tile_type(op)
     shape = t.get_shape()
-    if len(shape) != 2:
-        return f"TMA here copies 2-D tiles, not {len(shape)}-D"
+    if len(shape) not in (2, 3):
+        return f"TMA here copies 2-D and 3-D tiles, not {len(shape)}-D"
     bits = getattr(t.element_type, "bitwidth", 0)
     if bits not in (8, 16, 32, 64):
         return f"TMA copies 8-, 16-, 32- or 64-bit elements, not {t.element_type}"
-    rows, cols = shape
+    *batch, rows, cols = shape
     row_bytes = cols * bits // 8
     if row_bytes < 32:
         return f"a tile row of {row_bytes} bytes is under the narrowest swizzle (32 bytes)"
@@ -84,37 +90,37 @@ def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
         return f"a TMA box has at most {MAX_BOX} rows, the tile has {rows}"
     if row_bytes > swizzle_of(op) and rows % 8:
         return f"{rows} rows: panels of a swizzled tile start on 8-row boundaries"
-    if axis_info.analyze(op.get_toplevel_object())[op.offsets[-1]].element_divisibility() * bits // 8 % 16:
+    if batch and batch[0] > 1 and rows % 8:
+        return f"{rows} rows: the batch slices of a 3-D tile start on 8-row boundaries"
+    analysis = axis_info.analyze(op.get_toplevel_object())
+    if analysis[op.offsets[-1]].element_divisibility() * bits // 8 % 16:
         return ("the innermost offset is not known to be a multiple of 16 bytes (a TMA box must "
                 "start on one: the hardware faults otherwise; tl.multiple_of can promise it)")  # fmt: skip
-    if not all(_source(v) is not None for v in (op.base, *op.shape, *op.strides)):
-        what = "host descriptor's" if op.host is not None else "device-side descriptor's"
-        return (f"the {what} base, shape and strides are not kernel parameters or constants: its "
-                "tensor map can't be encoded at launch (tensor maps built in the kernel: not yet)")  # fmt: skip
-    return "" if op.host is not None else _device_side_alignment(op, bits // 8)
+    if op.host is not None:
+        if not launch_encoded(op):
+            return "the host descriptor's base, shape and strides are not kernel parameters"
+        return ""
+    return _device_side_alignment(op, bits // 8, analysis)
 
 
-def _device_side_alignment(op, nbytes: int) -> str:
-    """A device-side descriptor's tensor map is encoded at launch from the parameters its fields
-    come from, so TMA's rules must be known at compile time, from the specialization
-    (`tt.divisibility`) and the constants: a 16-byte aligned base, strides multiples of 16
-    bytes, the last one 1. (A host descriptor's are checked at launch.)"""
-    func = _function(op)
+def launch_encoded(op) -> bool:
+    """Whether the launcher encodes `op`'s tensor map (its base, shape and strides are kernel
+    parameters or constants); else the kernel builds it (`ttng.tensormap_create`)."""
+    return all(_source(v) is not None for v in (op.base, *op.shape, *op.strides))
 
-    def divisibility(value) -> int:
-        kind, n = _source(value)
-        if kind == "value":
-            return n
-        attrs = func.arg_attrs.data[n].data if func.arg_attrs else {}
-        found = attrs.get("tt.divisibility")
-        return found.value.data if found is not None else 1
 
-    if divisibility(op.base) % 16:
+def _device_side_alignment(op, nbytes: int, analysis) -> str:
+    """TMA's rules for a device-side descriptor must be known at compile time (its map is
+    encoded at launch from parameters, or built by the kernel, and neither may fail): a
+    16-byte aligned base and strides multiples of 16 bytes (AxisInfo: the specialization's
+    `tt.divisibility`, `tl.multiple_of`, and what the kernel computes from them), the last
+    stride the constant 1. (A host descriptor's are checked at launch.)"""
+    if analysis[op.base].element_divisibility() % 16:
         return "a device-side descriptor's base is not known to be 16-byte aligned"
     if _source(op.strides[-1]) != ("value", 1):
         return "a device-side descriptor's last stride is not the constant 1"
     for d, stride in enumerate(op.strides[:-1]):
-        if divisibility(stride) * nbytes % 16:
+        if analysis[stride].element_divisibility() * nbytes % 16:
             return f"a device-side descriptor's stride {d} is not known to be a multiple of 16 bytes"
     return ""
 
@@ -142,6 +148,7 @@ def shared_type(op) -> ttg.MemDescType:
 
 def run(module: ModuleOp) -> Rewrites:
     rewrites = Rewrites()
+    maps_before = _built_maps(module)
     for func in [op for op in module.ops if isinstance(op, tt.FuncOp)]:
         for op in list(func.walk()):
             if not isinstance(op, (tt.DescriptorLoadOp, tt.DescriptorStoreOp)):
@@ -158,23 +165,21 @@ def run(module: ModuleOp) -> Rewrites:
             else:
                 _store(op, desc)
                 rewrites.note("tma-store")
+    built = _built_maps(module) - maps_before
+    if built:  # tensor maps this pass placed in the kernel (the pipeliner's are before it)
+        rewrites.note("tensormap-create", built)
     return rewrites
+
+
+def _built_maps(module: ModuleOp) -> int:
+    return sum(isinstance(op, ttng.TensormapCreateOp) for op in module.walk())
 
 
 def _tile_type(op):
     return op.result.type if isinstance(op, tt.DescriptorLoadOp) else op.value.type
 
 
-def _source(value: SSAValue) -> tuple[str, int] | None:
-    """Where a descriptor field comes from: ("arg", kernel argument index) or ("value", the
-    constant a specialized parameter became)."""
-    while isinstance(value.owner, (arith.ExtsiOp, arith.ExtuiOp)):
-        value = value.owner.input
-    if isinstance(value, BlockArgument):
-        return ("arg", value.index) if isinstance(value.owner.parent_op(), tt.FuncOp) else None
-    if isinstance(value.owner, arith.ConstantOp) and isinstance(value.owner.value, IntegerAttr):
-        return ("value", value.owner.value.value.data)
-    return None
+_source = lower_descriptors.field_source
 
 
 def _field(value: SSAValue) -> Attribute:
@@ -183,9 +188,12 @@ def _field(value: SSAValue) -> Attribute:
 
 
 def tensor_map(op) -> SSAValue:
-    """The kernel's by-value tensor-map parameter for `op`'s descriptor (added after the
-    others the first time a descriptor asks): one per host descriptor, one per distinct
-    device-side descriptor (its fields, tile and fill)."""
+    """The tensor map `op` copies through. Launcher-encoded (`launch_encoded`): the kernel's
+    by-value parameter (added after the others the first time a descriptor asks), one per host
+    descriptor, one per distinct device-side descriptor (its fields, tile and fill). Otherwise
+    the global slot the kernel builds it in (`built_map`)."""
+    if op.host is None and not launch_encoded(op):
+        return built_map(op)
     func = _function(op)
     facts = _facts(op)
     for i, attrs in enumerate(func.arg_attrs.data if func.arg_attrs else ()):
@@ -201,20 +209,96 @@ def _label(op) -> str:
     return f"device-side descriptor over argument {_source(op.base)[1]}"
 
 
-def _facts(op) -> DictionaryAttr:
+def _box(op) -> tuple[int, ...]:
+    """The TMA box (elements, outermost dim first): the tile's rows and one swizzle-wide panel
+    of its columns, and of a 3-D tile one batch slice (the NVMMA buffer stacks the slices as
+    whole 2-D tiles, each copied on its own)."""
     t = _tile_type(op)
-    rows, cols = t.get_shape()
-    swizzle = swizzle_of(op)
-    box_cols = min(cols, swizzle * 8 // t.element_type.bitwidth)
+    *batch, rows, cols = t.get_shape()
+    return (*[1 for _ in batch], rows, min(cols, swizzle_of(op) * 8 // t.element_type.bitwidth))
+
+
+def _facts(op) -> DictionaryAttr:
     return DictionaryAttr({
         "param": StringAttr(_label(op)),
         "base": _field(op.base),
         "shape": ArrayAttr([_field(v) for v in op.shape]),
         "strides": ArrayAttr([_field(v) for v in op.strides]),
-        "box": ArrayAttr([IntegerAttr(rows, i32), IntegerAttr(box_cols, i32)]),
-        "swizzle": IntegerAttr(swizzle, i32),
+        "box": ArrayAttr([IntegerAttr(b, i32) for b in _box(op)]),
+        "swizzle": IntegerAttr(swizzle_of(op), i32),
         "fill": StringAttr(op.padding.data),
     })  # fmt: skip
+
+
+MAP_BYTES = 128  # a CUtensorMap; its global slot is aligned to its size
+# element type → the number `tensormap.replace.tile.elemtype` takes (PTX's own table: from f64
+# on it is not the driver's CUtensorMapDataType, where f64 is 8 and bf16 9)
+_ELEMENT_TYPES = {"f16": 6, "bf16": 10, "f32": 7, "f64": 9, "i8": 0, "i16": 1, "i32": 3, "i64": 5}
+_SWIZZLE_MODES = {32: 1, 64: 2, 128: 3}
+_FILL_MODES = {"zero": 0, "nan": 1}  # nan: CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+
+
+def built_map(op) -> SSAValue:
+    """The global slot where the kernel builds `op`'s tensor map: a 128-byte
+    `ttg.global_scratch_alloc` of the program's own (the module's
+    `ttg.global_scratch_memory_size` grows by one map), written by `ttng.tensormap_create` and
+    acquired by `ttng.tensormap_fenceproxy_acquire` right after the last of the descriptor's
+    fields is defined, so that every access through it (and a pipeline's prologue) sees it.
+    One map per distinct descriptor (fields, box, element type, swizzle, fill)."""
+    func = _function(op)
+    t = _tile_type(op)
+    element_type = _ELEMENT_TYPES.get(str(t.element_type), 0)  # fp8: bytes
+    props = (list(_box(op)), element_type, _SWIZZLE_MODES[swizzle_of(op)], _FILL_MODES[op.padding.data])
+    fields = [op.base, *op.shape, *op.strides[:-1]]
+    for create in func.walk():
+        if isinstance(create, ttng.TensormapCreateOp) and list(create.operands[1:]) == fields:
+            found = (list(create.box.get_values()), create.elem_type.value.data,
+                     create.swizzle_mode.value.data, create.fill_mode.value.data)  # fmt: skip
+            if found == props:
+                return create.desc_ptr
+    module = op.get_toplevel_object()
+    used = module.attributes.get(ttg.SCRATCH_SIZE_ATTR)
+    offset = used.value.data if used is not None else 0
+    module.attributes[ttg.SCRATCH_SIZE_ATTR] = IntegerAttr(offset + MAP_BYTES, i32)
+    slot = ttg.GlobalScratchAllocOp(tt.PointerType(IntegerType(8)), MAP_BYTES, MAP_BYTES, offset)
+    new = [slot, ttng.TensormapCreateOp(slot.result, op.base, op.shape, op.strides[:-1], *props),
+           ttng.TensormapFenceproxyAcquireOp(slot.result)]  # fmt: skip
+    for o in new:
+        o.location = op.location
+    Rewriter.insert_op(new, _after(fields))
+    return slot.result
+
+
+def _after(values: list[SSAValue]) -> InsertPoint:
+    """Right after the last of `values` to be defined. Every value dominates the access that
+    uses them all, so their definitions lie on its ancestor blocks: the deepest block's last."""
+
+    def position(value: SSAValue) -> tuple[int, int, SSAValue]:
+        block = value.block if isinstance(value, BlockArgument) else value.owner.parent_block()
+        depth, parent = 0, block.parent_op()
+        while parent is not None:
+            depth, parent = depth + 1, parent.parent_op()
+        index = -1 if isinstance(value, BlockArgument) else block.get_operation_index(value.owner)
+        return depth, index, value
+
+    *_, last = max((position(v) for v in values), key=lambda p: p[:2])
+    if isinstance(last, BlockArgument):
+        return InsertPoint.at_start(last.block)
+    return InsertPoint.after(last.owner)
+
+
+def defined_outside(op, loop: Operation) -> bool:
+    """Whether `op`'s tensor map can be used before `loop` (a pipeline's prologue issues its
+    first copies there): launcher-encoded, or built from fields defined outside the loop."""
+    if op.host is not None or launch_encoded(op):
+        return True
+    for value in (op.base, *op.shape, *op.strides):
+        owner = value.block.parent_op() if isinstance(value, BlockArgument) else value.owner
+        while owner is not None and owner is not loop:
+            owner = owner.parent_op()
+        if owner is loop:
+            return False
+    return True
 
 
 def _add_parameter(func: tt.FuncOp, facts: DictionaryAttr) -> SSAValue:

@@ -135,11 +135,154 @@ def computed_descriptor_kernel(x_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     desc.store([0, 0], desc.load([0, 0]) + 1)
 
 
-def test_a_descriptor_the_kernel_computes_stays_plain_and_says_why():
+def test_a_descriptor_the_kernel_computes_builds_its_tensor_map_in_global_scratch():
     a = np.zeros((64, 64), np.float16)
     ck = compiled(computed_descriptor_kernel, (a, 64, 64), {"BM": 32, "BN": 64})
-    assert "are not kernel parameters or constants" in record(ck, "lower_descriptors").summary
-    assert "ttng." not in ck.asm["ttgir"] and len(ck.asm["cubin"]) > 0
+    # its dims are computed: clamped to >= 1 (an empty dim's offset moved past the end)
+    assert record(ck, "lower_descriptors").summary == "2× kept, 2× clamp-empty-dims"
+    ttgir = ck.asm["ttgir"]
+    check(ttgir, [
+        "ttg.global_scratch_memory_size = 128 : i32",
+        re.compile(r"(%\w+) = ttg.global_scratch_alloc \{nbytes = 128 : i32, alignment = 128 : i32, "
+                   r"offset = 0 : i32\} : !tt.ptr<i8>"),
+        re.compile(r"ttng.tensormap_create %\w+, %\w+, \[%\w+, %\w+\], \[%\w+\] \{box = array<i32: 32, 64>, "
+                   r"elem_type = 6 : i32, swizzle_mode = 3 : i32, fill_mode = 0 : i32\}"),
+        "ttng.tensormap_fenceproxy_acquire", "ttng.async_tma_copy_global_to_local",
+        "ttng.async_tma_copy_local_to_global",
+    ])  # fmt: skip
+    assert ttgir.count("ttng.tensormap_create") == 1  # one map for the load and the store
+    assert record(ck, "tma").summary == "1× tma-load, 1× tma-store, 1× tensormap-create"
+    assert "tt.nv_tma_desc" not in ttgir and ck.metadata.get("tma_descriptors") is None
+    assert (ck.metadata["global_scratch_size"], ck.metadata["global_scratch_align"]) == (128, 128)
+    ptx = ck.asm["ptx"]
+    params = re.findall(r"\.param (.*) computed_descriptor_kernel_param_(\d+)", ptx)
+    assert params[-1] == (".u64 .ptr .global .align 1", "3")  # the hidden scratch, last
+    check(ptx, [
+        "cp.async.bulk.wait_group 0;", "st.shared.b32", "bar.warp.sync -1",
+        "tensormap.replace.tile.global_address.shared::cta.b1024.b64",
+        "tensormap.replace.tile.rank.shared::cta.b1024.b32 [%rd3], 1;",
+        re.compile(r"box_dim.shared::cta.b1024.b32 \[%rd\d+\], 0, 64;"),  # innermost first
+        re.compile(r"box_dim.shared::cta.b1024.b32 \[%rd\d+\], 1, 32;"),
+        "global_dim.shared::cta.b1024.b32", "global_dim.shared::cta.b1024.b32",
+        "global_stride.shared::cta.b1024.b64", "element_stride", "element_stride",
+        re.compile(r"elemtype.shared::cta.b1024.b32 \[%rd\d+\], 6;"),
+        re.compile(r"swizzle_mode.shared::cta.b1024.b32 \[%rd\d+\], 3;"),
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned",
+        "cp.async.bulk.wait_group.read 0", "fence.proxy.tensormap::generic.acquire.gpu",
+        "cp.async.bulk.tensor.2d.shared::cluster.global", "cp.async.bulk.tensor.2d.global.shared::cta",
+    ])  # fmt: skip
+    assert len(ck.asm["cubin"]) > 0
+    assert print_module(parse_module(ttgir)) == ttgir
+    for stage in ("ttgir", "llir", "ptx"):  # resumed from text: LLVM IR and PTX carry it in their header
+        assert kl.compile(ck.asm[stage], target="sm_90a").metadata["global_scratch_size"] == 128, stage
+
+
+@kl.jit
+def batched_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C[z] = A[z] @ B[z]ᵀ through descriptors over batch z's matrices: bases the kernel computes."""
+    z = tl.program_id(2)
+    a_desc = tl.make_tensor_descriptor(a_ptr + z * M * K, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr + z * N * K, [N, K], [K, 1], [BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr + z * M * N, [M, N], [N, 1], [BM, BN])
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([i, k]), b_desc.load([j, k]).T, acc)
+    c_desc.store([i, j], acc.to(c_desc.dtype))
+
+
+def test_maps_built_before_a_loop_are_pipelined_one_slot_each():
+    a = np.zeros((4, 256, 256), np.float16)
+    ck = compiled(batched_matmul_kernel, (a, a, a, 256, 256, 256), {"BM": 128, "BN": 128, "BK": 64},
+                  num_warps=4, num_stages=3)  # fmt: skip
+    ttgir = ck.asm["ttgir"]
+    assert "ttg.global_scratch_memory_size = 384 : i32" in ttgir
+    for offset in (0, 128, 256):
+        assert f"offset = {offset} : i32" in ttgir
+    before_loop, after_loop = ttgir.split("scf.yield")[0].split("scf.for")
+    # a's and b's maps ahead of the prologue, c's where its fields are (its clamped dims: at the store)
+    assert before_loop.count("ttng.tensormap_fenceproxy_acquire") == 2
+    assert "ttng.tensormap_create" not in after_loop
+    check(ttgir, ["scf.for", "ttng.wait_barrier", "ttng.async_tma_copy_global_to_local", "ttng.warp_group_dot",
+                  "scf.yield", "ttng.async_tma_copy_local_to_global"])  # fmt: skip
+    assert "wgmma.mma_async" in ck.asm["ptx"] and ck.asm["ptx"].count("tensormap.cp_fenceproxy") == 3
+    assert ck.metadata["global_scratch_size"] == 384 and ck.metadata["spills"] == 0
+
+
+@kl.jit
+def moving_window_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Each iteration reads through a descriptor whose base the loop computes: its map is
+    rebuilt per iteration, and that loop is not pipelined."""
+    acc = tl.zeros((BM, BN), tl.float32)
+    for r in range(0, M, BM):
+        desc = tl.make_tensor_descriptor(x_ptr + r * N, [M - r, N], [N, 1], [BM, BN])
+        acc += desc.load([0, tl.program_id(0) * BN]).to(tl.float32)
+    offs = tl.arange(0, BM)[:, None] * N + tl.program_id(0) * BN + tl.arange(0, BN)[None, :]
+    tl.store(y_ptr + offs, acc)
+
+
+def test_a_map_built_in_a_loop_is_rebuilt_there():
+    a = np.zeros((256, 128), np.float16)
+    ck = compiled(moving_window_kernel, (a, np.zeros((32, 128), np.float32), 256, 128),
+                  {"BM": 32, "BN": 64}, num_stages=3)  # fmt: skip
+    loop = ck.asm["ttgir"].split("scf.for")[1]
+    check(loop, ["ttng.tensormap_create", "ttng.tensormap_fenceproxy_acquire", "ttng.init_barrier",
+                 "ttng.async_tma_copy_global_to_local", "ttng.wait_barrier"])  # fmt: skip
+    assert len(ck.asm["cubin"]) > 0
+
+
+@kl.jit
+def odd_rows_kernel(x_ptr, N, BM: tl.constexpr, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, [BM, N], [N + 1, 1], [BM, BN])
+    desc.store([0, 0], desc.load([0, 0]) + 1)
+
+
+def test_a_computed_stride_tma_cannot_take_stays_plain_and_says_why():
+    ck = compiled(odd_rows_kernel, (np.zeros(4096, np.float16), 64), {"BM": 32, "BN": 64})
+    assert "stride 0 is not known to be a multiple of 16 bytes" in record(ck, "lower_descriptors").summary
+    assert "ttng." not in ck.asm["ttgir"] and ck.metadata.get("global_scratch_size") is None
+
+
+def test_the_launcher_gives_each_program_its_scratch_from_the_allocator(monkeypatch):
+    from kernellab.backends import allocation
+    from kernellab.backends.nvidia import driver
+    from kernellab.backends.nvidia.backend import restore
+    from kernellab.backends.nvidia.launcher import CudaLauncher
+
+    ck = compiled(computed_descriptor_kernel, (np.zeros((64, 64), np.float16), 64, 64), {"BM": 32, "BN": 64})
+    launcher = CudaLauncher(restore(ck.asm, ck.metadata))
+    args = (0x10000, 64, 64)
+    requests = []
+
+    class Buffer:
+        def __init__(self, address):
+            self.address = address
+
+        def data_ptr(self):
+            return self.address
+
+    monkeypatch.setattr(allocation, "_allocator", lambda *request: requests.append(request) or Buffer(0x7f00))
+    assert launcher._extra_values(args, (3, 2, 1), 5, 0) == (0x7f00,)
+    assert requests == [(128 * 6, 128, 5)]  # 128 bytes per program, on the launch's stream
+    assert launcher._struct.pack(*args, 0x7f00)[-8:] == (0x7f00).to_bytes(8, "little")
+    monkeypatch.setattr(allocation, "_allocator", lambda *request: Buffer(0x7f08))
+    with pytest.raises(ValueError, match="not 128-byte aligned"):
+        launcher._extra_values(args, (1, 1, 1), 0, 0)
+    # without an allocator: the launcher's own buffer per stream, grown for a larger grid
+    calls = []
+
+    def fake(name, *a):
+        calls.append((name, *a))
+        return 0x100000 * len(calls) if name == "cuMemAlloc" else None
+
+    monkeypatch.setattr(allocation, "_allocator", None)
+    monkeypatch.setattr(driver, "call", fake)
+    assert launcher._extra_values(args, (2, 1, 1), 0, 0) == (0x100000,)
+    assert launcher._extra_values(args, (1, 1, 1), 0, 0) == (0x100000,)  # fits: kept
+    assert launcher._extra_values(args, (4, 1, 1), 0, 0) == (0x400000,)
+    assert calls == [("cuMemAlloc", 256), ("cuStreamSynchronize", 0), ("cuMemFree", 0x100000),
+                     ("cuMemAlloc", 512)]  # fmt: skip
 
 
 def test_a_tile_not_feeding_a_dot_is_copied_then_read_from_shared_memory():
@@ -267,13 +410,13 @@ def test_the_launcher_encodes_each_tensor_map_once_and_packs_it_after_the_argume
     monkeypatch.setattr(driver, "encode_tensor_map", encode)
     launcher = CudaLauncher(restore(ck.asm, ck.metadata))
     args = (0x10000, 64, 96, 96, 0x20000, 64, 96, 96)  # x and y: 64 x 96 fp16, rows 96 apart
-    maps = launcher._extra_values(args)
-    assert launcher._extra_values(args) == maps and len(calls) == 2  # cached per base, shape, strides
+    maps = launcher._extra_values(args, (1, 1, 1), 0, 0)
+    assert launcher._extra_values(args, (1, 1, 1), 0, 0) == maps and len(calls) == 2  # cached per base, shape, strides
     assert calls[0] == ("FLOAT16", 0x10000, (64, 96), (96, 1), 2, (32, 64), 128, True)
     assert calls[1] == ("FLOAT16", 0x20000, (64, 96), (96, 1), 2, (32, 64), 128, False)
     packed = launcher._struct.pack(*args, *maps)
     assert packed[-256:] == bytes([1]) * 128 + bytes([2]) * 128
-    launcher._extra_values((0x30000, *args[1:]))  # another tensor: encoded anew
+    launcher._extra_values((0x30000, *args[1:]), (1, 1, 1), 0, 0)  # another tensor: encoded anew
     assert len(calls) == 3
 
 
@@ -286,12 +429,13 @@ def test_the_tma_ttgir_parses_back_and_resumes_to_the_same_tensor_maps():
     assert resumed.metadata["tma_descriptors"] == ck.metadata["tma_descriptors"]
 
 
-def _tma_element_offset(r: int, c: int, rows: int, swizzle: int, bits: int) -> int:
-    """Where a TMA box copy with `swizzle` (bytes) puts tile element (r, c): one box per
-    swizzle-wide panel of columns, boxes one after another, each rows x swizzle bytes, and the
-    16-byte chunk bits of each address XORed with its bits 7 and up (the hardware's rule)."""
+def _tma_element_offset(r: int, c: int, rows: int, swizzle: int, bits: int, s: int = 0, cols: int = 0) -> int:
+    """Where a TMA box copy with `swizzle` (bytes) puts tile element (r, c) of batch slice `s`
+    (slices of rows x cols one after another): one box per slice and swizzle-wide panel of
+    columns, boxes one after another, each rows x swizzle bytes, and the 16-byte chunk bits of
+    each address XORed with its bits 7 and up (the hardware's rule, on the whole address)."""
     nbytes, width = bits // 8, swizzle * 8 // bits
-    byte = (c // width) * rows * swizzle + r * swizzle + (c % width) * nbytes
+    byte = s * rows * cols * nbytes + (c // width) * rows * swizzle + r * swizzle + (c % width) * nbytes
     chunk_bits = (swizzle // 16).bit_length() - 1
     byte ^= ((byte >> 7) & ((1 << chunk_bits) - 1)) << 4
     return byte // nbytes
@@ -312,6 +456,95 @@ def test_tma_boxes_write_the_nvmma_layout_wgmma_reads(swizzle, bits, transposed)
         for c in range(cols):
             got = layout.apply(offset=_tma_element_offset(r, c, rows, swizzle, bits))
             assert got == ((c, r) if transposed else (r, c)), (r, c)
+
+
+@pytest.mark.parametrize("swizzle", [32, 64, 128])
+@pytest.mark.parametrize("bits", [8, 16, 32])
+def test_3d_tma_boxes_stack_the_batch_slices_as_the_layout_does(swizzle, bits):
+    """A 3-D tile takes one box per batch slice and panel; the slices follow each other whole,
+    which is the 3-D nvmma_shared layout (leading dims stack 2-D tiles)."""
+    from kernellab.layouts import nvmma_shared
+
+    batch, rows, cols = 4, 8, 2 * swizzle * 8 // bits  # two panels, 8-row slices
+    layout = nvmma_shared(swizzle, bits, False, [batch, rows, cols])
+    for s in range(batch):
+        for r in range(rows):
+            for c in range(cols):
+                offset = _tma_element_offset(r, c, rows, swizzle, bits, s, cols)
+                assert layout.apply(offset=offset) == (s, r, c), (s, r, c)
+
+
+@kl.jit
+def tma_tiles_3d_kernel(x_desc, y_desc, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr):
+    """Tiles straddling every edge of a 3-D tensor (the innermost offset a multiple of 8
+    elements: a box starts on 16 bytes)."""
+    i = tl.program_id(0) * B0 - 1
+    j = tl.program_id(1) * B1 - 3
+    k = tl.program_id(2) * B2 - 8
+    y_desc.store([i, j, k], x_desc.load([i, j, k]) * 2 + 1)
+
+
+@kl.jit
+def batched_tiles_kernel(x_ptr, y_ptr, B, M, K, B0: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+    """3-D device-side descriptors over [B, M, K] (a batch stride the kernel computes: its maps
+    are built in the kernel), tiles straddling every edge."""
+    x_desc = tl.make_tensor_descriptor(x_ptr, [B, M, K], [M * K, K, 1], [B0, BM, BK])
+    y_desc = tl.make_tensor_descriptor(y_ptr, [B, M, K], [M * K, K, 1], [B0, BM, BK])
+    i = tl.program_id(0) * B0 - 1
+    j = tl.program_id(1) * BM - 3
+    k = tl.program_id(2) * BK - 8
+    y_desc.store([i, j, k], x_desc.load([i, j, k]) * 2 + 1)
+
+
+@pytest.mark.parametrize(("block", "copies"), [([1, 16, 64], 1), ([2, 16, 64], 2), ([2, 16, 128], 4), ([4, 8, 32], 4)])
+def test_3d_tiles_are_tma_copies_one_box_per_slice_and_panel(block, copies):
+    x = np.zeros((5, 37, 72), np.float16)
+    args = (TensorDescriptor.from_tensor(x, block), TensorDescriptor.from_tensor(x, block))
+    ck = compiled(tma_tiles_3d_kernel, args, {"B0": block[0], "B1": block[1], "B2": block[2]})
+    assert record(ck, "lower_descriptors").summary == "2× kept, 1× guard-store"
+    shape = "x".join(map(str, block))
+    check(ck.asm["ttgir"], [f"ttg.local_alloc : () -> !ttg.memdesc<{shape}xf16, #shared, #smem, mutable>",
+                            "ttng.async_tma_copy_global_to_local", "ttg.local_load",
+                            "ttng.async_tma_copy_local_to_global"])  # fmt: skip
+    load = TmaDescriptor.of(ck.metadata["tma_descriptors"][0])
+    assert load.box == (1, block[1], min(block[2], 64)) and load.shape == (("arg", 1), ("arg", 2), ("arg", 3))
+    ptx = ck.asm["ptx"]
+    assert ptx.count("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes") == copies
+    assert ptx.count("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group") == copies
+    assert len(ck.asm["cubin"]) > 0
+
+
+def test_3d_tiles_tma_cannot_take_stay_plain_and_say_why():
+    x = np.zeros((5, 37, 72), np.float16)
+    block = [2, 4, 64]
+    args = (TensorDescriptor.from_tensor(x, block), TensorDescriptor.from_tensor(x, block))
+    ck = compiled(tma_tiles_3d_kernel, args, {"B0": 2, "B1": 4, "B2": 64})
+    assert "the batch slices of a 3-D tile start on 8-row boundaries" in record(ck, "lower_descriptors").summary
+    assert "ttng." not in ck.asm["ttgir"]
+
+
+@pytest.mark.parametrize(("dtype", "number"), [(np.float16, 6), ("bfloat16", 10), (np.float32, 7), (np.float64, 9)])
+def test_a_built_map_numbers_its_element_type_as_ptx_does(dtype, number):
+    """tensormap.replace's element types are PTX's table, not the driver's enum (bf16 10, f64 9)."""
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
+    a = np.zeros((64, 64), dtype)
+    ck = compiled(computed_descriptor_kernel, (a, 64, 64), {"BM": 32, "BN": 64})
+    assert re.search(rf"elemtype.shared::cta.b1024.b32 \[%rd\d+\], {number};", ck.asm["ptx"])
+    assert len(ck.asm["cubin"]) > 0
+
+
+def test_a_3d_map_the_kernel_builds():
+    x = np.zeros((3, 40, 64), np.float16)
+    ck = compiled(batched_tiles_kernel, (x, x, 3, 40, 64), {"B0": 2, "BM": 16, "BK": 64})
+    assert "ttng.tensormap_create" in ck.asm["ttgir"] and "box = array<i32: 1, 16, 64>" in ck.asm["ttgir"]
+    check(ck.asm["ptx"], [
+        re.compile(r"tensormap.replace.tile.rank.shared::cta.b1024.b32 \[%rd\d+\], 2;"),
+        re.compile(r"box_dim.shared::cta.b1024.b32 \[%rd\d+\], 2, 1;"),  # one batch slice a box
+        re.compile(r"global_stride.shared::cta.b1024.b64 \[%rd\d+\], 1, %rd\d+;"),
+        "cp.async.bulk.tensor.3d.shared::cluster.global", "cp.async.bulk.tensor.3d.shared::cluster.global",
+    ])  # fmt: skip
+    assert len(ck.asm["cubin"]) > 0
 
 
 def test_block_pointers_checked_on_every_dim_are_descriptor_accesses():

@@ -10,10 +10,11 @@ mbarriers).
 
 from __future__ import annotations
 
+from llvmlite import ir
 from xdsl.dialects.builtin import ModuleOp
 
-from kernellab.backends.metadata import TmaDescriptor
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
+from kernellab.backends.metadata import TmaDescriptor
 from kernellab.backends.nvidia.lowering import async_copy, debug, gpu_state, mma, tma, wgmma
 from kernellab.backends.nvidia.lowering.target import NvidiaTarget
 from kernellab.ir import tt, ttg
@@ -21,7 +22,7 @@ from kernellab.passes.ttgir.tma import FACTS_ATTR
 
 RULES = {**CORE_RULES, **debug.RULES, **mma.RULES, **wgmma.RULES, **async_copy.RULES, **gpu_state.RULES,
          **tma.RULES}
-SCRATCH = dict(CORE_SCRATCH)
+SCRATCH = {**CORE_SCRATCH, **tma.SCRATCH}
 
 
 def arch_of(module: ModuleOp, options) -> int:
@@ -43,12 +44,18 @@ def shared_memory_plan(module: ModuleOp, options=None):
 
 def make_llir(module: ModuleOp, options=None) -> tuple[str, dict]:
     """TTGIR module → (LLVM IR text, metadata with name, num_warps, threads_per_block, shared,
-    bar_syncs)."""
-    target = NvidiaTarget(arch_of(module, options))
+    bar_syncs; a kernel that builds tensor maps takes the launch's global scratch as a hidden
+    last parameter, and says how much per program)."""
+    scratch = module.attributes.get(ttg.SCRATCH_SIZE_ATTR)
+    hidden = ((tma.SCRATCH_PARAM, ir.PointerType(addrspace=1)),) if scratch is not None else ()
+    target = NvidiaTarget(arch_of(module, options), hidden_params=hidden)
     text, facts = Lowering(module, target, RULES, SCRATCH, options).run()
     descriptors = tma_descriptors(tt.entry_function(module))
     if descriptors:
         facts["tma_descriptors"] = [d.as_dict() for d in descriptors]
+    if scratch is not None:  # the launch gives each program this much global memory
+        facts["global_scratch_size"] = scratch.value.data
+        facts["global_scratch_align"] = tma.MAP_BYTES
     return text, facts
 
 

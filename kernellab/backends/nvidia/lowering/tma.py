@@ -1,9 +1,10 @@
 """Hopper's Tensor Memory Accelerator and mbarriers (sm_90a): the TTGIR of passes/ttgir/tma.py.
 
 One thread (thread 0) initialises a barrier, announces the bytes to come
-(`mbarrier.arrive.expect_tx`) and issues the copies (`cp.async.bulk.tensor.2d`, one per
-swizzle-wide panel of the NVMMA buffer: the box is the panel, its rows swizzled by the TMA the
-way the layout says); every thread then spins on `mbarrier.try_wait.parity`. The tensor map is
+(`mbarrier.arrive.expect_tx`) and issues the copies (`cp.async.bulk.tensor.2d` / `.3d`, one
+per swizzle-wide panel of the NVMMA buffer and, for a 3-D tile, per batch slice: the box is the
+panel of one slice, its rows swizzled by the TMA the way the layout says); every thread then
+spins on `mbarrier.try_wait.parity`. The tensor map is
 a by-value kernel parameter whose generic address (`cvta.param`, the parameter being a grid
 constant) the instructions take. TMA coordinates run innermost dim first.
 
@@ -13,6 +14,19 @@ their pending accesses to those bytes first (as cp.async does; pending writes ar
 the async proxy first); the inval waits for every thread to have left the wait. A store to global memory reads its buffer after the threads'
 writes (`fence.proxy.async` then, through the tracker, a `bar.sync`), and thread 0 waits for
 the read (`cp.async.bulk.wait_group.read 0`) before anything may reuse the bytes.
+
+Tensor maps the kernel builds (`ttng.tensormap_create`, as Triton builds them on Hopper): each
+program's maps live in its region of the launch's global scratch (the hidden last kernel
+parameter `global_scratch`, `ttg.global_scratch_memory_size` bytes per program, the region at
+the program's linear id). Warp 0 zeroes a 128-byte aligned map in shared memory, thread 0
+writes its fields there (`tensormap.replace.tile.*`: the address, rank - 1, the box, the dims
+and byte strides innermost first, the element strides 1, the element type, interleave,
+swizzle and fill), and the warp copies it to its global slot with the release fence into the
+tensor-map proxy (`tensormap.cp_fenceproxy...release.gpu.sync.aligned`), waiting for that copy
+to have read the shared bytes. Before the slot is rewritten thread 0 waits for its earlier bulk
+stores (which may still read the old map). `ttng.tensormap_fenceproxy_acquire` is the
+reader's half (`fence.proxy.tensormap::generic.acquire.gpu` on the slot, in warp 0, which
+issues the copies); the copies take the slot's generic address.
 """
 
 from __future__ import annotations
@@ -20,9 +34,10 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval
-from kernellab.backends.llvm.types import I32, I64, mem_bytes
+from kernellab.backends.llvm.smem import Interval
+from kernellab.backends.llvm.types import I8, I32, I64, mem_bytes
 from kernellab.backends.nvidia.lowering.wgmma import FENCE_ASYNC_PROXY
-from kernellab.ir import ttng
+from kernellab.ir import ttg, ttng
 
 VOID = ir.VoidType()
 
@@ -45,10 +60,30 @@ def _leader(ctx, pred=None):
     return ctx.b.zext(first, I32)
 
 
-def _tile(buf) -> tuple[int, int]:
-    """(rows, columns) of the tile the TMA moves: columns along the buffer's contiguous dim
-    (a transposed NVMMA buffer holds the tile of its transposed shape)."""
-    return buf.shape[buf.order[1]], buf.shape[buf.order[0]]
+def _tile(buf) -> tuple[int, int, int]:
+    """(batch slices, rows, columns) of the tile the TMA moves: columns along the buffer's
+    contiguous dim (a transposed NVMMA buffer holds the tile of its transposed shape), the
+    slices of a 3-D tile along its leading dim (one 2-D tile after another)."""
+    batch = buf.shape[buf.order[2]] if len(buf.shape) == 3 else 1
+    return batch, buf.shape[buf.order[1]], buf.shape[buf.order[0]]
+
+
+def _boxes(ctx, buf, coords):
+    """(shared byte offset, coordinates innermost first) of each box copy of a tile: one per
+    batch slice and swizzle-wide panel, at tensor coordinates `coords` (outermost first)."""
+    batch, rows, cols = _tile(buf)
+    panel_cols = buf.block_cols or cols
+    panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
+    *outer, row, col = coords
+    for s in range(batch):
+        for p in range(cols // panel_cols):
+            inner = ctx.b.add(col, I32(p * panel_cols))
+            at = (s * (cols // panel_cols) + p) * panel_bytes
+            yield at, [inner, row, *(ctx.b.add(c, I32(s)) for c in outer)]
+
+
+def _coordinates(n: int, first: int) -> str:
+    return "{" + ", ".join(f"${first + i}" for i in range(n)) + "}"
 
 
 def _init(ctx, op: ttng.InitBarrierOp) -> None:
@@ -73,22 +108,26 @@ def _copy_in(ctx, op: ttng.AsyncTMACopyGlobalToLocalOp) -> None:
     if any(write and p.overlaps(iv) for p, write in ctx.barriers.pending):
         ctx.asm(VOID, FENCE_ASYNC_PROXY, "", [])  # the threads' writes, ordered before the copy's
     ctx.barriers.before_async_write(iv)
-    rows, cols = _tile(buf)
-    panel_cols = buf.block_cols or cols
-    panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
     dst = _smem_address(ctx, op.result)
     bar = _smem_address(ctx, op.barrier)
-    tmap = ctx.b.ptrtoint(ctx.get(op.desc), I64)
-    row, col = (ctx.get(c) for c in op.coord)
+    tmap = _map_address(ctx, op.desc)
     leader = _leader(ctx, ctx.get(op.pred))
+    rank = len(op.coord)
     copy = (
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-        "[$1], [$2, {$3, $4}], [$5];"
+        f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        f"[$1], [$2, {_coordinates(rank, 3)}], [${3 + rank}];"
     )
-    for p in range(cols // panel_cols):
-        at = ctx.b.add(dst, I32(p * panel_bytes))
-        inner = ctx.b.add(col, I32(p * panel_cols))
-        ctx.asm(VOID, _one_thread(copy), "r,r,l,r,r,r", [leader, at, tmap, inner, row, bar])
+    for at, coords in _boxes(ctx, buf, [ctx.get(c) for c in op.coord]):
+        args = [leader, ctx.b.add(dst, I32(at)), tmap, *coords, bar]
+        ctx.asm(VOID, _one_thread(copy), "r,r,l" + ",r" * (rank + 1), args)
+
+
+def _map_address(ctx, value):
+    """i64 generic address of a tensor map: a by-value parameter's, or a global slot's."""
+    ptr = ctx.get(value)
+    if ptr.type.addrspace != 0:
+        ptr = ctx.b.addrspacecast(ptr, ir.PointerType())
+    return ctx.b.ptrtoint(ptr, I64)
 
 
 def _wait(ctx, op: ttng.WaitBarrierOp) -> None:
@@ -117,18 +156,14 @@ def _fence(ctx, op: ttng.FenceAsyncSharedOp) -> None:
 def _copy_out(ctx, op: ttng.AsyncTMACopyLocalToGlobalOp) -> None:
     ctx.smem_access(buffer_interval(ctx, op.src), write=False)  # after the threads' writes
     buf = ctx.get(op.src)
-    rows, cols = _tile(buf)
-    panel_cols = buf.block_cols or cols
-    panel_bytes = rows * panel_cols * mem_bytes(buf.elem)
     src = _smem_address(ctx, op.src)
-    tmap = ctx.b.ptrtoint(ctx.get(op.desc), I64)
-    row, col = (ctx.get(c) for c in op.coord)
+    tmap = _map_address(ctx, op.desc)
     leader = _leader(ctx)
-    copy = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$4];"
-    for p in range(cols // panel_cols):
-        at = ctx.b.add(src, I32(p * panel_bytes))
-        inner = ctx.b.add(col, I32(p * panel_cols))
-        ctx.asm(VOID, _one_thread(copy), "r,l,r,r,r", [leader, tmap, inner, row, at])
+    rank = len(op.coord)
+    copy = f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {_coordinates(rank, 2)}], [${2 + rank}];"
+    for at, coords in _boxes(ctx, buf, [ctx.get(c) for c in op.coord]):
+        args = [leader, tmap, *coords, ctx.b.add(src, I32(at))]
+        ctx.asm(VOID, _one_thread(copy), "r,l" + ",r" * (rank + 1), args)
     ctx.asm(VOID, _one_thread("cp.async.bulk.commit_group;"), "r", [leader])
 
 
@@ -136,6 +171,84 @@ def _store_wait(ctx, op: ttng.AsyncTMAStoreWaitOp) -> None:
     text = f"cp.async.bulk.wait_group.read {op.pendings.value.data};"
     ctx.asm(VOID, _one_thread(text), "r", [_leader(ctx)])
 
+
+SCRATCH_PARAM = "global_scratch"  # the hidden kernel parameter of a kernel that builds maps
+MAP_BYTES = 128
+MAP_STAGING = MAP_BYTES + MAP_BYTES - 16  # shared bytes holding a 128-byte aligned map
+
+
+def _scratch_alloc(ctx, op: ttg.GlobalScratchAllocOp) -> None:
+    """This program's `nbytes` at `offset` in its region of the launch's global scratch."""
+    target, b = ctx.target, ctx.b
+    x, y, z = (b.zext(target.program_id(ctx, axis), I64) for axis in range(3))
+    nx, ny = (b.zext(target.num_programs(ctx, axis), I64) for axis in range(2))
+    linear = b.add(x, b.mul(nx, b.add(y, b.mul(ny, z))))  # i64: a grid may hold 2^31 programs
+    per_program = ctx.module_op.attributes[ttg.SCRATCH_SIZE_ATTR].value.data
+    offset = b.add(b.mul(linear, I64(per_program)), I64(op.offset.value.data))
+    ctx.set(op.result, b.gep(ctx.hidden[SCRATCH_PARAM], [offset], source_etype=I8))
+
+
+def _staging_offset(ctx, op) -> int:
+    """Where in its shared scratch `op` stages the map: the first 128-byte boundary (the
+    shared array itself is 1024-byte aligned)."""
+    offset = ctx.scratch_offset(op)
+    return offset + (-offset % MAP_BYTES)
+
+
+def _tensormap_create(ctx, op: ttng.TensormapCreateOp) -> None:
+    b = ctx.b
+    at = _staging_offset(ctx, op)
+    ctx.smem_access(Interval(at, at + MAP_BYTES), write=True)
+    smem = b.zext(b.ptrtoint(ctx.smem_ptr(at), I32), I64)
+    slot = b.ptrtoint(ctx.get(op.desc_ptr), I64)
+    leader = _leader(ctx)
+    warp0 = b.zext(b.icmp_unsigned("<", ctx.tid, I32(32)), I32)
+    ctx.asm(VOID, _one_thread("cp.async.bulk.wait_group 0;"), "r", [leader])  # stores on the old map
+    zero = "{ .reg .pred w; setp.ne.u32 w, $0, 0; @w st.shared.b32 [$1], 0; @w bar.warp.sync -1; }"
+    ctx.asm(VOID, zero, "r,l", [warp0, b.add(smem, b.zext(b.shl(ctx.lane, I32(2)), I64))])
+
+    def replace(field: str, width: int, value, index: int | None = None) -> None:
+        """One field; `value` an int is an immediate (the enum fields take only those)."""
+        at_index = "" if index is None else f" {index},"
+        if isinstance(value, int):
+            text = f"tensormap.replace.tile.{field}.shared::cta.b1024.b{width} [$1],{at_index} {value};"
+            ctx.asm(VOID, _one_thread(text), "r,l", [leader, smem])
+            return
+        text = f"tensormap.replace.tile.{field}.shared::cta.b1024.b{width} [$1],{at_index} $2;"
+        ctx.asm(VOID, _one_thread(text), f"r,l,{'l' if width == 64 else 'r'}", [leader, smem, value])
+
+    replace("global_address", 64, b.ptrtoint(ctx.get(op.global_address), I64))
+    box = op.box.get_values()
+    replace("rank", 32, len(box) - 1)
+    nbytes = mem_bytes(op.global_address.type.pointee)
+    for i, size in enumerate(reversed(box)):
+        replace("box_dim", 32, size, i)
+    for i, dim in enumerate(reversed(op.global_dim)):
+        replace("global_dim", 32, b.trunc(ctx.get(dim), I32), i)
+    for i, stride in enumerate(reversed(op.global_stride)):
+        replace("global_stride", 64, b.mul(ctx.get(stride), I64(nbytes)), i)
+    for i in range(len(box)):
+        replace("element_stride", 32, 1, i)
+    replace("elemtype", 32, op.elem_type.value.data)
+    replace("interleave_layout", 32, 0)
+    replace("swizzle_mode", 32, op.swizzle_mode.value.data)
+    replace("fill_mode", 32, op.fill_mode.value.data)
+    copy = (
+        "{ .reg .pred w; setp.ne.u32 w, $0, 0; "
+        f"@w tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [$1], [$2], {MAP_BYTES}; "
+        "@w cp.async.bulk.commit_group; @w cp.async.bulk.wait_group.read 0; }"
+    )
+    ctx.asm(VOID, copy, "r,l,l", [warp0, slot, smem])
+
+
+def _tensormap_acquire(ctx, op: ttng.TensormapFenceproxyAcquireOp) -> None:
+    warp0 = ctx.b.zext(ctx.b.icmp_unsigned("<", ctx.tid, I32(32)), I32)
+    text = f"{{ .reg .pred w; setp.ne.u32 w, $0, 0; @w fence.proxy.tensormap::generic.acquire.gpu [$1], {MAP_BYTES}; }}"
+    ctx.asm(VOID, text, "r,l", [warp0, ctx.b.ptrtoint(ctx.get(op.desc_ptr), I64)])
+
+
+# op class -> shared scratch bytes
+SCRATCH = {ttng.TensormapCreateOp: lambda ctx, op: MAP_STAGING}
 
 # op class -> fn(ctx, op): NVIDIA's rules for TMA copies and mbarriers
 RULES = {
@@ -147,4 +260,7 @@ RULES = {
     ttng.FenceAsyncSharedOp: _fence,
     ttng.AsyncTMACopyLocalToGlobalOp: _copy_out,
     ttng.AsyncTMAStoreWaitOp: _store_wait,
+    ttg.GlobalScratchAllocOp: _scratch_alloc,
+    ttng.TensormapCreateOp: _tensormap_create,
+    ttng.TensormapFenceproxyAcquireOp: _tensormap_acquire,
 }
