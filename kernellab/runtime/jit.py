@@ -358,6 +358,7 @@ class Binder:
                 " return _kl_kernel",
             ]
         namespace = {
+            "__name__": __name__,  # its frames are kernellab's: warnings and errors name the caller's line
             "_kl_slow": jit._launch_slowly if jit is not None else _not_warm,
             "_kl_hooks": ENTER_HOOKS, "_kl_constexpr": tl.constexpr, "_kl_MISSING": _MISSING,
             "_kl_tensors": TENSOR_TYPES, "_kl_fast_class": fast_class, "_kl_FAST_TENSOR": FAST_TENSOR,
