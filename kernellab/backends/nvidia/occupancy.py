@@ -44,8 +44,10 @@ class _Occupancy:
         _, res = make_cubin(m.ptx, options, name=name)
         registers, shared = res["registers"], m.dynamic_shared + res["static_shared"]
         now = occupancy(target, warps, registers, shared)
-        if now["limited_by"] != "registers":
-            return PassOutcome(False, f"{registers} registers: {_programs(now)}, limited by {now['limited_by']}")
+        others = {k: v for k, v in now["limits"].items() if k != "registers"}
+        if min(others.values()) <= now["blocks_per_sm"]:  # registers are not what limits it
+            limit = min(others, key=others.get)
+            return PassOutcome(False, f"{registers} registers: {_programs(now)}, limited by {limit}")
         cap = _cap_for(target, warps, shared, now["blocks_per_sm"] + 1)
         if cap is None or registers > cap * NEAR:
             return PassOutcome(False, f"{registers} registers: {_programs(now)}, too far from one more")

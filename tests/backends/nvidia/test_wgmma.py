@@ -228,6 +228,8 @@ def test_occupancy_leaves_kernels_far_from_a_step_and_the_users_cap_alone():
     # 99 registers, 80 for one more program: ptxas refuses to assemble a wgmma of N=256 in them
     tight = compile_chained_dot(64, 256, 32, 8)
     assert "can't fit .maxnreg 80" in _record(tight, "occupancy").summary and tight.metadata["spills"] == 0
+    big = compile_matmul(128, 256, 64, 8, 3)  # ~250 registers, but its rings fill the SM anyway
+    assert _record(big, "occupancy").summary.endswith("1 program per SM, limited by shared memory")
     matmul = compile_matmul(128, 128, 32, 4, 4, target="sm_80")  # no warp-group dot: ptxas decides
     assert _record(matmul, "occupancy").summary == "left to ptxas"
 
