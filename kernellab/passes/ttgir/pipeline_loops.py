@@ -29,7 +29,9 @@ The rewrite, for S stages (Triton's shape):
     the copies of iteration k+S-1 refill the oldest slot, so S-2 groups stay in flight behind
     the math. In a loop with a dot the refill comes right after the wait: the wait's barrier
     already orders it after every earlier read of that slot, so the loop needs no second
-    barrier. A plain loop (a row loop like the persistent softmax, whose occupancy is set by
+    barrier; behind an asynchronous last dot (attention's P·V) it comes right after that dot's
+    issue instead, so the copies overlap the running dot rather than delay the first dot's
+    issue (a barrier before it, as Triton's loop has). A plain loop (a row loop like the persistent softmax, whose occupancy is set by
     its shared memory) keeps S-1 slots and refills after its last read of the slot;
   - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them) and i32
     iter_args carry the read and write slots; after the loop, `ttg.async_wait {num = 0}` and
@@ -420,7 +422,9 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         wait = _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
     reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
     previous_dot_done = _make_async(body, async_dot) if async_dot is not None else None
-    if _refills_first(body):  # the refilled slot was last read before the wait's barrier
+    if async_dot is not None and previous_dot_done is None:  # the refill overlaps the running
+        refill_after = async_dot.dot  # last dot, not the first dot's issue; its slot is free anyway
+    elif _refills_first(body):  # the refilled slot was last read before the wait's barrier
         refill_after = wait
     elif previous_dot_done is not None:
         refill_after = previous_dot_done
