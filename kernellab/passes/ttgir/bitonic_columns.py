@@ -89,8 +89,9 @@ def _column(end: tt.ReshapeOp):
         return None
     swap_b, partner, bits = chosen.operands
     start = _op(bits, "tt.reshape")
-    if start is None or start.src.type != end.result.type or not isinstance(bits.type.element_type, IntegerType):
-        return None
+    elem = bits.type.element_type
+    if start is None or start.src.type != end.result.type or not isinstance(elem, IntegerType) or elem.width.data < 8:
+        return None  # (i1 tensors, tl.sort of booleans, keep the op-by-op network)
     shape = _shape(bits)
     if len(shape) != 3 or shape[1] != 2 or shape[2] & (shape[2] - 1):
         return None
