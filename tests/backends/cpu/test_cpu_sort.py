@@ -63,3 +63,21 @@ def test_the_loops_sort_for_every_register_width(rng, tmp_path, monkeypatch, reg
     out = poison(x.shape, x.dtype)
     _compile(sig, 8, 256, descending)[(2,)](x, out)
     np.testing.assert_array_equal(out, _sorted(x, descending))
+
+
+@kl.jit
+def flip_rows(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(out_ptr + offs, tl.flip(tl.load(x_ptr + offs)))
+
+
+def test_pair_swaps_without_a_comparison_keep_the_op_by_op_lowering(rng, tmp_path, monkeypatch):
+    """tl.flip pairs elements as the sort's columns do but never compares them: the pass must
+    not take it for a column (it would sort instead of reversing)."""
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    ck = kl.compile(flip_rows, signature="*i32,*i32", constexprs={"M": 4, "N": 32}, target="cpu", force=True)
+    assert "cpu.bitonic_columns" not in ck.asm["ttgir"]
+    x = rng.integers(-1000, 1000, (4, 32)).astype(np.int32)
+    out = poison(x.shape, x.dtype)
+    ck[(1,)](x, out)
+    np.testing.assert_array_equal(out, np.flip(x, 1))
