@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import kernellab as kl  # noqa: E402
-import kernellab.language as tl  # noqa: E402
-from kernellab.backends.cpu import launcher  # noqa: E402
-from kernellab.examples import layer_norm_kernel, softmax_kernel, softmax_reference  # noqa: E402
+import kernellab as kl
+import kernellab.language as tl
+from kernellab.backends.cpu import launcher
+from kernellab.examples import layer_norm_kernel, softmax_kernel, softmax_reference
 
 
 @kl.jit
@@ -69,7 +69,11 @@ def softmax() -> None:
     x = np.random.default_rng().standard_normal((rows, cols), dtype=np.float32)
     out = np.full_like(x, np.nan)
     expected, gb = softmax_reference(x), 2 * 4 * rows * cols / 1e9
-    runs = {"one warp (the row at once)": lambda: softmax_kernel[(rows,)](out, x, cols, cols, cols, BLOCK_SIZE=1024, target="cpu")}
+    runs = {
+        "one warp (the row at once)": lambda: softmax_kernel[(rows,)](
+            out, x, cols, cols, cols, BLOCK_SIZE=1024, target="cpu"
+        )
+    }
     for piece in (64, 128, 256):
         runs[f"{piece}-element pieces"] = lambda piece=piece: softmax_pieces[(rows,)](
             out, x, cols, cols, BLOCK=1024, PIECE=piece, target="cpu")  # fmt: skip
@@ -94,18 +98,27 @@ def layer_norm() -> None:
     rng = np.random.default_rng()
     x = rng.standard_normal((rows, cols), dtype=np.float32)
     w, b = rng.standard_normal(cols, dtype=np.float32), rng.standard_normal(cols, dtype=np.float32)
-    y, mean, rstd = np.full_like(x, np.nan), np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
+    y, mean, rstd = (
+        np.full_like(x, np.nan),
+        np.full(rows, np.nan, np.float32),
+        np.full(rows, np.nan, np.float32),
+    )
     x64 = x.astype(np.float64)
     expected = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + eps) * w + b
     gb = (2 * rows * cols + 2 * cols) * 4 / 1e9
     for block in (1024, 256, 64):
+
         def run(block=block):
-            layer_norm_kernel[(rows,)](x, y, w, b, mean, rstd, cols, cols, eps, BLOCK_SIZE=block, target="cpu")
+            layer_norm_kernel[(rows,)](
+                x, y, w, b, mean, rstd, cols, cols, eps, BLOCK_SIZE=block, target="cpu"
+            )
 
         y.fill(np.nan)
         run()
         np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
-        print(f"layer norm {rows}x{cols}, BLOCK_SIZE={block} (one warp), all cores: {gb / _median(run):.1f} GB/s")
+        print(
+            f"layer norm {rows}x{cols}, BLOCK_SIZE={block} (one warp), all cores: {gb / _median(run):.1f} GB/s"
+        )
 
     def numpy_layer_norm():
         m, v = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)

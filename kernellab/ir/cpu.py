@@ -45,12 +45,16 @@ class BitonicColumnsOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$src attr-dict `:` type($src)"
 
-    def __init__(self, src: SSAValue, columns: list[tuple[int, int]], predicate: str, compare_type: Attribute):
+    def __init__(
+        self, src: SSAValue, columns: list[tuple[int, int]], predicate: str, compare_type: Attribute
+    ):
         super().__init__(
             operands=[src],
             result_types=[src.type],
             properties={
-                "columns": ArrayAttr([ArrayAttr([IntegerAttr(j, i64), IntegerAttr(f, i64)]) for j, f in columns]),
+                "columns": ArrayAttr(
+                    [ArrayAttr([IntegerAttr(j, i64), IntegerAttr(f, i64)]) for j, f in columns]
+                ),
                 "predicate": StringAttr(predicate),
                 "compare_type": compare_type,
             },
@@ -62,4 +66,4 @@ class BitonicColumnsOp(IRDLOperation):
 
 CPU = Dialect("cpu", [BitonicColumnsOp], [])
 
-__all__ = ["BitonicColumnsOp", "CPU", "FLIP_FALSE", "FLIP_TRUE"]
+__all__ = ["CPU", "FLIP_FALSE", "FLIP_TRUE", "BitonicColumnsOp"]

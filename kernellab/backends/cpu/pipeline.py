@@ -44,7 +44,13 @@ from kernellab.backends.cpu.host import host_machine
 from kernellab.backends.toolchain import LlvmOptimize, LlvmVerify, llvm_lock
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassOutcome, PassRecord
-from kernellab.passes.ttgir import bitonic_columns, coalesce, convert_to_ttgpuir, loop_pointer_offsets, remove_layout_conversions
+from kernellab.passes.ttgir import (
+    bitonic_columns,
+    coalesce,
+    convert_to_ttgpuir,
+    loop_pointer_offsets,
+    remove_layout_conversions,
+)
 
 TARGET = "cpu"
 

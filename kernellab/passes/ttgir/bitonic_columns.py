@@ -17,7 +17,7 @@ layout rule. The dead column ops are left to dce.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -34,7 +34,10 @@ _PREDICATES = {"arith.cmpf": ("ogt",), "arith.cmpi": ("sgt", "ugt")}
 def run(module: ModuleOp) -> Rewrites:
     rewrites = Rewrites()
     attrs = module.attributes
-    if any(k not in attrs or attrs[k].value.data != 1 for k in ("ttg.num-warps", "ttg.threads-per-warp")):
+    if any(
+        k not in attrs or attrs[k].value.data != 1
+        for k in ("ttg.num-warps", "ttg.threads-per-warp")
+    ):
         return rewrites
     for op in [op for op in module.walk() if isinstance(op, tt.ReshapeOp)]:
         column = _column(op)
@@ -77,7 +80,11 @@ def _prior_columns(src: SSAValue, predicate: str, compare_type) -> cpu.BitonicCo
             return None
         src = inner.src
     prior = src.owner
-    if isinstance(prior, cpu.BitonicColumnsOp) and prior.predicate.data == predicate and prior.compare_type == compare_type:
+    if (
+        isinstance(prior, cpu.BitonicColumnsOp)
+        and prior.predicate.data == predicate
+        and prior.compare_type == compare_type
+    ):
         return prior
     return None
 
@@ -90,7 +97,12 @@ def _column(end: tt.ReshapeOp):
     swap_b, partner, bits = chosen.operands
     start = _op(bits, "tt.reshape")
     elem = bits.type.element_type
-    if start is None or start.src.type != end.result.type or not isinstance(elem, IntegerType) or elem.width.data < 8:
+    if (
+        start is None
+        or start.src.type != end.result.type
+        or not isinstance(elem, IntegerType)
+        or elem.width.data < 8
+    ):
         return None  # (i1 tensors, tl.sort of booleans, keep the op-by-op network)
     shape = _shape(bits)
     if len(shape) != 3 or shape[1] != 2 or shape[2] & (shape[2] - 1):
@@ -162,7 +174,12 @@ def _half(value: SSAValue | None, is_high: SSAValue, bits: SSAValue, low: bool) 
     elements) when `low`, else `sum(where(is_high, bits, 0), ...)` (the high ones)."""
     expand = _op(value, "tt.expand_dims") if value is not None else None
     red = _op(expand.src, "tt.reduce") if expand is not None else None
-    if red is None or expand.axis.value.data != 1 or red.axis.value.data != 1 or len(red.operands) != 1:
+    if (
+        red is None
+        or expand.axis.value.data != 1
+        or red.axis.value.data != 1
+        or len(red.operands) != 1
+    ):
         return False
     body = red.combineOp.block
     ops = list(body.ops)
@@ -190,7 +207,12 @@ def _flip(value: SSAValue, pairs: int, j: int) -> int | None:
     outer = _op(eq.lhs, "tt.expand_dims")
     inner = _op(outer.src, "tt.expand_dims") if outer is not None else None
     bit = _op(inner.src, "arith.andi") if inner is not None else None
-    if bit is None or outer.axis.value.data != 2 or inner.axis.value.data != 1 or not _splat(bit.rhs, 1):
+    if (
+        bit is None
+        or outer.axis.value.data != 2
+        or inner.axis.value.data != 1
+        or not _splat(bit.rhs, 1)
+    ):
         return None
     shifted, shift = bit.lhs, 0
     shr = _op(shifted, "arith.shrsi") or _op(shifted, "arith.shrui")
@@ -205,4 +227,4 @@ def _flip(value: SSAValue, pairs: int, j: int) -> int | None:
     return j + 1 + shift
 
 
-__all__ = ["run", "NAME"]
+__all__ = ["NAME", "run"]

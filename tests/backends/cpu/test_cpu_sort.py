@@ -48,7 +48,9 @@ def test_a_2048_element_sort_is_one_op_whose_columns_are_loops(rng, tmp_path, mo
     [("*fp64,*fp64", np.float64, False), ("*i8,*i8", np.int8, True), ("*u16,*u16", np.uint16, False)],
     ids=["f64", "i8-desc", "u16"],
 )  # fmt: skip
-def test_the_loops_sort_for_every_register_width(rng, tmp_path, monkeypatch, registers, sig, dtype, descending):
+def test_the_loops_sort_for_every_register_width(
+    rng, tmp_path, monkeypatch, registers, sig, dtype, descending
+):
     """The split between in-register and two-register columns moves with the register width
     (2 f64 lanes on SSE, 64 i8 on AVX-512): each choice sorts 8 rows of 256 exactly, ties and
     signed ints included."""
@@ -75,7 +77,9 @@ def test_pair_swaps_without_a_comparison_keep_the_op_by_op_lowering(rng, tmp_pat
     """tl.flip pairs elements as the sort's columns do but never compares them: the pass must
     not take it for a column (it would sort instead of reversing)."""
     monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
-    ck = kl.compile(flip_rows, signature="*i32,*i32", constexprs={"M": 4, "N": 32}, target="cpu", force=True)
+    ck = kl.compile(
+        flip_rows, signature="*i32,*i32", constexprs={"M": 4, "N": 32}, target="cpu", force=True
+    )
     assert "cpu.bitonic_columns" not in ck.asm["ttgir"]
     x = rng.integers(-1000, 1000, (4, 32)).astype(np.int32)
     out = poison(x.shape, x.dtype)

@@ -13,7 +13,15 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.cpu.host import host_machine
-from kernellab.backends.cpu.lowering import bitonic, debug, dot, gather, reductions, shapes, vector_rules
+from kernellab.backends.cpu.lowering import (
+    bitonic,
+    debug,
+    dot,
+    gather,
+    reductions,
+    shapes,
+    vector_rules,
+)
 from kernellab.backends.cpu.lowering.target import CpuTarget
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
 

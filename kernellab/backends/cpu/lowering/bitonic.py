@@ -17,7 +17,15 @@ is a constant or bit b of i (b > j, so both partners agree on it): constant lane
 from __future__ import annotations
 
 from kernellab.backends.cpu.host import vector_registers
-from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, constant_vector, lane_mask, permute, splat, vector_type
+from kernellab.backends.cpu.lowering.vectors import (
+    VTV,
+    as_vector,
+    constant_vector,
+    lane_mask,
+    permute,
+    splat,
+    vector_type,
+)
 from kernellab.backends.llvm.dot import counted_loop
 from kernellab.backends.llvm.types import I1, I32, PTR, llty
 from kernellab.ir import cpu
@@ -70,7 +78,9 @@ def _far_columns(ctx, base, ety, numel, lanes, columns, predicate, cty):
     def step(values, i):
         e = b.mul(i, I32(lanes))  # the step's first element with bits low..low+k-1 clear
         first = b.or_(b.shl(b.lshr(e, I32(low)), I32(low + k)), b.and_(e, I32((1 << low) - 1)))
-        places = [b.gep(base, [b.add(first, I32(r << low))], source_etype=ety) for r in range(1 << k)]
+        places = [
+            b.gep(base, [b.add(first, I32(r << low))], source_etype=ety) for r in range(1 << k)
+        ]
         regs = [b.load(p, typ=vty) for p in places]
         for r in regs:
             r.align = align
@@ -107,7 +117,9 @@ def _near_columns(ctx, base, ety, numel, lanes, columns, predicate, cty):
             is_low = constant_vector([I1(not (l & d)) for l in range(lanes)])
             partner = b.shuffle_vector(v, v, lane_mask(tuple(l ^ d for l in range(lanes))))
             lo, hi = b.select(is_low, v, partner), b.select(is_low, partner, v)
-            v = b.select(_swap(ctx, lo, hi, _flips(ctx, first, flip, lanes), predicate, cty), partner, v)
+            v = b.select(
+                _swap(ctx, lo, hi, _flips(ctx, first, flip, lanes), predicate, cty), partner, v
+            )
         _store(b, v, p, align)
         return values
 
@@ -127,7 +139,13 @@ def _groups(columns: list[tuple[int, int]], lanes: int) -> list[list[tuple[int, 
         near = (1 << column[0]) < lanes
         if last is not None and near and (1 << last[0][0]) < lanes:
             last.append(column)
-        elif last is not None and not near and (1 << last[0][0]) >= lanes and len(last) < FAR_GROUP and last[-1][0] == column[0] + 1:
+        elif (
+            last is not None
+            and not near
+            and (1 << last[-1][0]) >= lanes
+            and len(last) < FAR_GROUP
+            and last[-1][0] == column[0] + 1
+        ):
             last.append(column)
         else:
             groups.append([column])
@@ -141,7 +159,9 @@ def _lower(ctx, op: cpu.BitonicColumnsOp):
     b = ctx.b
     ety, cty = llty(op.src.type.element_type), llty(op.compare_type)
     numel = lay.numel
-    flat = permute(ctx, as_vector(ctx, ctx.get(op.src), lay), [lay.reg_of_flat[f] for f in range(numel)])
+    flat = permute(
+        ctx, as_vector(ctx, ctx.get(op.src), lay), [lay.reg_of_flat[f] for f in range(numel)]
+    )
     slot = ctx.pro.alloca(flat.type)
     slot.align = 64
     b.store(flat, slot).align = 64
