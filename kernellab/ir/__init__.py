@@ -21,6 +21,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from kernellab.ir import ttg
+from kernellab.ir.cpu import CPU
 from kernellab.ir.ttng import TTNG
 from kernellab.ir.arith import ARITH
 from kernellab.ir.math import Math
@@ -37,9 +38,9 @@ _ALIAS_STEMS = {
 
 
 def context() -> Context:
-    """A fresh xDSL context with builtin, arith and math (ours), scf, tt, ttg and ttng loaded."""
+    """A fresh xDSL context with builtin, arith and math (ours), scf, tt, ttg, ttng and cpu loaded."""
     ctx = Context(allow_unregistered=False)
-    for dialect in (builtin.Builtin, ARITH, Math, scf.Scf, TT, ttg.TTG, TTNG):
+    for dialect in (builtin.Builtin, ARITH, Math, scf.Scf, TT, ttg.TTG, TTNG, CPU):
         ctx.load_dialect(dialect)
     return ctx
 

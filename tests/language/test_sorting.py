@@ -67,6 +67,32 @@ def test_sort_across_warps(launch, rng, rows):
     assert_equal(out, np.sort(x, axis=1))
 
 
+@pytest.mark.parametrize(
+    ("dtype", "shape", "dim", "descending"),
+    [("float32", (1, 1024), 1, False), ("float16", (2, 1024), 1, True), ("int32", (1, 2048), 1, True),
+     ("bfloat16", (1, 2048), 1, False), ("uint8", (1, 4096), 1, False), ("int64", (4, 1024), 1, True),
+     ("float32", (256, 8), 0, True), ("uint16", (128, 16), 0, False)],
+)  # fmt: skip
+def test_sort_of_thousands_of_elements(launch, rng, dtype, shape, dim, descending):
+    """1024 to 4096 elements in one program: on the CPU the network runs as loops over vector
+    registers (cpu.bitonic_columns), with columns near (inside one register) and far apart."""
+    x = _values(rng, shape, dtype)
+    out = poison(x.shape, x.dtype)
+    launch(
+        tile_kernel, (1,), x, out, M=shape[0], N=shape[1], OP="sort", DIM=dim, K=1, DESCENDING=descending,
+    )  # fmt: skip
+    expected = np.sort(x, axis=dim)
+    assert_equal(out, np.flip(expected, dim) if descending else expected)
+
+
+@pytest.mark.parametrize(("dtype", "k"), [("float32", 16), ("int16", 256)])
+def test_topk_of_thousands_of_elements(launch, rng, dtype, k):
+    x = _values(rng, (2, 1024), dtype)
+    out = poison((2, k), x.dtype)
+    launch(tile_kernel, (1,), x, out, M=2, N=1024, OP="topk", DIM=1, K=k, DESCENDING=True)
+    assert_equal(out, np.flip(np.sort(x, axis=1), 1)[:, :k])
+
+
 def test_sort_keeps_negative_zero_and_nan_free_bits(launch, rng):
     """Pairs move as bits: -0.0 stays -0.0 (a sum with +0.0 would lose the sign)."""
     x = random_array(rng, (4, 32), np.float32)

@@ -15,7 +15,11 @@ ttgir stage, TTIR in, TTGIR with the CPU layout out:
                              is carried as one scalar offset: the loop no longer adds to and
                              keeps live every pointer of the tile (a 16x32 fp32 matmul spent
                              more instructions on its pointer tiles than on its FMAs).
-5. cse, canonicalize, dce    as on the GPU.
+5. bitonic_columns          (one warp) the compare-exchange columns of tl.sort's and tl.topk's
+                             networks become cpu.bitonic_columns ops, which the lowering runs as
+                             loops over vector registers (as tensor-wide shuffles, LLVM's x86
+                             code generator took over two minutes on a 2048-element sort).
+6. cse, canonicalize, dce    as on the GPU.
 (no accelerate_matmul: tl.dot is register-tiled vector FMAs; no reduce_data_duplication: with
 one thread nothing is duplicated and no operand goes through shared memory.)
 
@@ -40,7 +44,13 @@ from kernellab.backends.cpu.host import host_machine
 from kernellab.backends.toolchain import LlvmOptimize, LlvmVerify, llvm_lock
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassOutcome, PassRecord
-from kernellab.passes.ttgir import coalesce, convert_to_ttgpuir, loop_pointer_offsets, remove_layout_conversions
+from kernellab.passes.ttgir import (
+    bitonic_columns,
+    coalesce,
+    convert_to_ttgpuir,
+    loop_pointer_offsets,
+    remove_layout_conversions,
+)
 
 TARGET = "cpu"
 
@@ -60,10 +70,10 @@ class _ConvertForCpu:
 
 
 def ttgir_passes(num_warps: int = 1) -> list:
-    tail = [remove_layout_conversions, loop_pointer_offsets, cse, canonicalize, dce]
+    tidy = [cse, canonicalize, dce]
     if num_warps > 1:  # the default layout already gives each warp a contiguous chunk
-        return [_ConvertForCpu(num_warps), *tail]
-    return [_ConvertForCpu(num_warps), coalesce, *tail]
+        return [_ConvertForCpu(num_warps), remove_layout_conversions, loop_pointer_offsets, *tidy]
+    return [_ConvertForCpu(num_warps), coalesce, remove_layout_conversions, loop_pointer_offsets, bitonic_columns, *tidy]
 
 
 TTGIR_PASSES = ttgir_passes()

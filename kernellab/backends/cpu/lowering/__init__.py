@@ -2,7 +2,8 @@
 CPU target (target.py: warps of one thread holding their part of each tensor, LLVM vector memory
 accesses and atomics), the grid loop the launcher calls (grid.py), printf and the status
 record for device_print/device_assert (debug.py, checks.py), and tl.dot as register-tiled
-vector FMAs (dot.py), tt.gather as a loop of loads from the scratch (gather.py).
+vector FMAs (dot.py), tt.gather as a loop of loads from the scratch (gather.py), the
+compare-exchange columns of tl.sort and tl.topk as loops over vector registers (bitonic.py).
 
 `make_llir(module, options) -> (llir_text, metadata)`.
 """
@@ -12,11 +13,19 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from kernellab.backends.cpu.host import host_machine
-from kernellab.backends.cpu.lowering import debug, dot, gather, reductions, shapes, vector_rules
+from kernellab.backends.cpu.lowering import (
+    bitonic,
+    debug,
+    dot,
+    gather,
+    reductions,
+    shapes,
+    vector_rules,
+)
 from kernellab.backends.cpu.lowering.target import CpuTarget
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
 
-_OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules(), **gather.rules()}
+_OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules(), **gather.rules(), **bitonic.rules()}
 RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=False)}
 DEBUG_RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=True)}  # accesses bounds-checked
 SCRATCH = {**CORE_SCRATCH, **gather.SCRATCH}
