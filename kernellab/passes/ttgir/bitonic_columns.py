@@ -154,19 +154,27 @@ def _partner_halves(partner: SSAValue) -> list[SSAValue | None]:
     return out
 
 
+def _expanded_equals_one(value: SSAValue) -> tuple[SSAValue, int, int] | None:
+    """(x, a, b) when `value` is `expand_dims(expand_dims(x, a), b) == 1`: how the network
+    writes its per-column masks."""
+    eq = _op(value, "arith.cmpi")
+    if eq is None or eq.predicate_name != "eq" or not _splat(eq.rhs, 1):
+        return None
+    outer = _op(eq.lhs, "tt.expand_dims")
+    inner = _op(outer.src, "tt.expand_dims") if outer is not None else None
+    if inner is None:
+        return None
+    return inner.src, inner.axis.value.data, outer.axis.value.data
+
+
 def _is_high(mask: SSAValue) -> bool:
     """`broadcast(arange(0, 2)[None, :, None] == 1)`."""
     b = _op(mask, "tt.broadcast")
-    eq = _op(b.src, "arith.cmpi") if b is not None else None
-    if eq is None or eq.predicate_name != "eq" or not _splat(eq.rhs, 1):
+    expanded = _expanded_equals_one(b.src) if b is not None else None
+    if expanded is None or expanded[1:] != (0, 2):
         return False
-    outer = _op(eq.lhs, "tt.expand_dims")
-    inner = _op(outer.src, "tt.expand_dims") if outer is not None else None
-    rng = _op(inner.src, "tt.make_range") if inner is not None else None
-    return (
-        rng is not None and outer.axis.value.data == 2 and inner.axis.value.data == 0
-        and rng.start.value.data == 0 and rng.end.value.data == 2
-    )  # fmt: skip
+    rng = _op(expanded[0], "tt.make_range")
+    return rng is not None and rng.start.value.data == 0 and rng.end.value.data == 2
 
 
 def _half(value: SSAValue | None, is_high: SSAValue, bits: SSAValue, low: bool) -> bool:
@@ -201,18 +209,11 @@ def _flip(value: SSAValue, pairs: int, j: int) -> int | None:
     if v is not None:
         return cpu.FLIP_TRUE if v else cpu.FLIP_FALSE
     spread = _op(value, "tt.broadcast")  # (pairs, 1, 1) over the pairs' 2**j columns
-    eq = _op(spread.src if spread is not None else value, "arith.cmpi")
-    if eq is None or eq.predicate_name != "eq" or not _splat(eq.rhs, 1):
+    expanded = _expanded_equals_one(spread.src if spread is not None else value)
+    if expanded is None or expanded[1:] != (1, 2):
         return None
-    outer = _op(eq.lhs, "tt.expand_dims")
-    inner = _op(outer.src, "tt.expand_dims") if outer is not None else None
-    bit = _op(inner.src, "arith.andi") if inner is not None else None
-    if (
-        bit is None
-        or outer.axis.value.data != 2
-        or inner.axis.value.data != 1
-        or not _splat(bit.rhs, 1)
-    ):
+    bit = _op(expanded[0], "arith.andi")
+    if bit is None or not _splat(bit.rhs, 1):
         return None
     shifted, shift = bit.lhs, 0
     shr = _op(shifted, "arith.shrsi") or _op(shifted, "arith.shrui")
