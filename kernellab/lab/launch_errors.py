@@ -59,7 +59,9 @@ def exceptions() -> tuple[type, ...]:
 
 
 def _internal(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_PACKAGE)
+    from kernellab.runtime.jit import GENERATED_CODE
+
+    return filename.startswith(GENERATED_CODE) or os.path.abspath(filename).startswith(_PACKAGE)
 
 
 def is_launch_error(value: BaseException, frames: list[traceback.FrameSummary]) -> bool:

@@ -55,6 +55,9 @@ from kernellab.runtime.launch_hooks import ENTER_HOOKS
 # target ("cpu" runs numpy arrays natively; the default for them is the interpreter, or
 # $KERNELLAB_TARGET)
 OPTION_NAMES = COMPILE_OPTIONS | {"target"}
+# The file name generated launch code is compiled under: its frames are kernellab's own (the
+# lab's tracebacks skip them, as they skip the package's files)
+GENERATED_CODE = "<kernellab "
 
 _MISSING = inspect.Parameter.empty
 GPU_ERRORS = (CudaError, OutOfResources)
@@ -370,7 +373,7 @@ class Binder:
             **{f"_kl_d{i}": default for i, (_, default) in enumerate(self._tail_defaults)},
         }  # fmt: skip
         what = "warm launch" if jit is not None else "fast binder"
-        exec(builtins.compile("\n".join(lines), f"<kernellab {what} of {self.fn_name}>", "exec"), namespace)
+        exec(builtins.compile("\n".join(lines), f"{GENERATED_CODE}{what} of {self.fn_name}>", "exec"), namespace)
         namespace["_kl_retry"] = namespace[fn_name]
         return namespace[fn_name]
 
