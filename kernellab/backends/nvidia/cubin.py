@@ -378,9 +378,9 @@ def make_cubin(ptx: str, options, name: str | None = None) -> tuple[bytes, dict]
     maxnreg = options.maxnreg
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     key = (data, arch, maxnreg, name)
-    if key in _recent:
-        cubin, resources = _recent[key]
-        return cubin, dict(resources)
+    hit = _recent.get(key)  # one lookup: another thread may drop the entry meanwhile
+    if hit is not None:
+        return hit[0], dict(hit[1])
     nj = _load_nvjitlink()
 
     def assemble():
