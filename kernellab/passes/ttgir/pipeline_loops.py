@@ -31,8 +31,9 @@ The rewrite, for S stages (Triton's shape):
     already orders it after every earlier read of that slot, so the loop needs no second
     barrier; behind an asynchronous last dot (attention's P·V) it comes right after that dot's
     issue instead, so the copies overlap the running dot rather than delay the first dot's
-    issue (a barrier before it, as Triton's loop has). A plain loop (a row loop like the persistent softmax, whose occupancy is set by
-    its shared memory) keeps S-1 slots and refills after its last read of the slot;
+    issue (a barrier before it, as Triton's loop has). A plain loop (a row loop like the
+    persistent softmax, whose occupancy is set by its shared memory) keeps S-1 slots and
+    refills after its last read of the slot;
   - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them) and i32
     iter_args carry the read and write slots; after the loop, `ttg.async_wait {num = 0}` and
     `ttg.local_dealloc` of each ring.
@@ -538,6 +539,7 @@ def _computed_from_a_dot(value: SSAValue, body: Block) -> bool:
 
 
 def _defined_in(value: SSAValue, body: Block) -> bool:
+    """Whether `value` is made in `body` (or in a region nested in it)."""
     op = value.owner
     while isinstance(op, Operation):
         if op.parent_block() is body:
@@ -549,8 +551,8 @@ def _defined_in(value: SSAValue, body: Block) -> bool:
 def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:
     """Make the dot asynchronous. Alone in the loop, it waits right after issuing for the
     previous iteration's (whose slots the refill reuses); returns that wait. Behind other dots
-    (attention's P·V after Q·Kᵀ), it stays in flight into the next iteration, across the
-    refill and the next dots' issue, and its carried result is waited for after the first of
+    (attention's P·V after Q·Kᵀ), it stays in flight into the next iteration, across the back
+    edge and the next dots' issue, and its carried result is waited for after the first of
     those dots (whose own wait has drained it anyway) or before its first use."""
     dot = async_dot.dot
     dot.properties["isAsync"] = UnitAttr()
