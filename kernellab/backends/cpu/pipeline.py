@@ -96,9 +96,16 @@ MAX_WARPS = 64
 
 
 def _warp_local(module: ModuleOp) -> bool:
+    """Whether every op is warp-local or a reduction at the kernel's top level: its exchange
+    among warps ends a phase of the program (lowering/phases.py), which a reduction inside a
+    loop or branch could not."""
     for op in module.walk():
         name = op.name
         if name.startswith(("arith.", "math.")) or name in _WARP_LOCAL:
+            continue
+        if name == "tt.reduce" and op.parent_op() is not None and op.parent_op().name == "tt.func":
+            continue
+        if name == "tt.reduce.return":
             continue
         return False
     return True
@@ -106,8 +113,9 @@ def _warp_local(module: ModuleOp) -> bool:
 
 # What a tensor of lower rank than the kernel's tiles may come from when the tiles are split
 # over warps: values each warp can compute for its own part (from scalars and tl.arange), which
-# remove_layout_conversions rematerializes in the layout a broadcast needs.
-_RECOMPUTABLE = {"tt.make_range", "tt.splat", "tt.expand_dims", "tt.addptr"}
+# remove_layout_conversions rematerializes in the layout a broadcast needs, and reductions,
+# whose exchange leaves every warp the outputs its part of the tile needs.
+_RECOMPUTABLE = {"tt.make_range", "tt.splat", "tt.expand_dims", "tt.addptr", "tt.reduce"}
 
 
 def _lower_ranks_recomputable(module: ModuleOp, rank: int) -> bool:
@@ -119,7 +127,7 @@ def _lower_ranks_recomputable(module: ModuleOp, rank: int) -> bool:
                  if isinstance(v.type, TensorType) and len(v.type.get_shape()) < rank]  # fmt: skip
         if not lower:
             continue
-        if op.regions or not (op.name.startswith(("arith.", "math.")) or op.name in _RECOMPUTABLE):
+        if (op.regions and op.name != "tt.reduce") or not (op.name.startswith(("arith.", "math.")) or op.name in _RECOMPUTABLE):
             return False
     return True
 
