@@ -18,16 +18,26 @@ from kernellab.backends.cpu.lowering import (
     debug,
     dot,
     gather,
+    phases,
     reductions,
     shapes,
     vector_rules,
 )
 from kernellab.backends.cpu.lowering.target import CpuTarget
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
+from kernellab.ir import tt, ttg
 
 _OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules(), **gather.rules(), **bitonic.rules()}
-RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=False)}
-DEBUG_RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=True)}  # accesses bounds-checked
+# ops whose exchange among warps through the scratch may end a phase of the program (phases.py)
+_PHASED = (tt.ReduceOp, ttg.ConvertLayoutOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)
+
+
+def _with_phases(rules: dict) -> dict:
+    return {cls: phases.phased(rule) if cls in _PHASED else rule for cls, rule in rules.items()}
+
+
+RULES = _with_phases({**CORE_RULES, **_OWN, **vector_rules.rules(debug=False)})
+DEBUG_RULES = _with_phases({**CORE_RULES, **_OWN, **vector_rules.rules(debug=True)})  # accesses bounds-checked
 SCRATCH = {**CORE_SCRATCH, **gather.SCRATCH}
 
 

@@ -14,12 +14,12 @@ for every warp, and so on. At a barrier the lowering
 3. loads those values back there and rebinds them, so everything after sees this phase's
    copies.
 
-Only reductions along an axis split among warps meet at a barrier (pipeline.py gives warps
-to no other exchanging kernel), and only at two points of their lowering that keep no LLVM
-value of their own across it: before the op computes anything (its operands are saved too),
-and between writing the warps' partials and reading them (reductions.py says which). Both
-must be at the kernel's top level: a barrier in a loop or a branch would need the loop's
-state carried between phases.
+Only reductions along an axis split among warps and layout conversions meet at a barrier
+(pipeline.py gives warps to no other exchanging kernel), and only at two points of their
+lowering that keep no LLVM value of their own across it (`phased`): before the op computes
+anything (its operands are saved too), and between its stores to the scratch and its loads.
+Both must be at the kernel's top level: a barrier in a loop or a branch would need the
+loop's state carried between phases.
 """
 
 from __future__ import annotations
@@ -53,18 +53,33 @@ class _Phases:
     # off the slots the next warps have yet to load at its start
     stride: ir.GlobalVariable
     allowed: object = None  # the op whose lowering may meet a barrier now
-    keep_operands: bool = True
+    keep_operands: bool = True  # whether its operands are still to be used after the barrier
 
 
-def allow(ctx, op, keep_operands: bool) -> None:
-    """Let `op`'s lowering meet a barrier now; `keep_operands`: whether its operands are still
-    to be used after it (before it computed anything), or only its partials in the scratch."""
-    st = _state(ctx)
-    st.allowed, st.keep_operands = op, keep_operands
+def phased(rule):
+    """`rule` for an op that may exchange data among warps through its scratch (a reduction, a
+    layout conversion): with several warps, a barrier may end a phase before the op computes
+    anything (its scratch still pending from an earlier exchange; its operands are kept for
+    the next phase), and between its stores to the scratch and its loads (after which it reads
+    only the scratch, and no LLVM value of its own crosses: what the core's reduce.across_warps
+    and remap.through_smem do)."""
 
+    def lower(ctx, op):
+        if ctx.num_warps == 1:
+            rule(ctx, op)
+            return
+        st = _state(ctx)
+        outer = st.allowed, st.keep_operands  # an op lowered inside another's region
+        st.allowed, st.keep_operands = op, True
+        if op in ctx.smem.scratch:
+            ctx.barriers.free(ctx.scratch_interval(op))
+        st.keep_operands = False
+        try:
+            rule(ctx, op)
+        finally:
+            st.allowed, st.keep_operands = outer
 
-def forbid(ctx) -> None:
-    _state(ctx).allowed = None
+    return lower
 
 
 def split(ctx) -> None:
@@ -74,16 +89,16 @@ def split(ctx) -> None:
     if st.allowed is not op or op is None:
         where = f" in {op.name}" if op is not None else ""
         raise LoweringError(
-            f"a barrier among the {ctx.num_warps} warps of a CPU program{where}: only a reduction "
-            "along an axis split among warps may exchange data there (the CPU pipeline should "
-            "have kept one warp)"
+            f"a barrier among the {ctx.num_warps} warps of a CPU program{where}: only reductions "
+            "and layout conversions may exchange data among warps (the CPU pipeline should have "
+            "kept one warp)"
         )
     body = ctx.func_op.body.block
     if op.parent_block() is not body:
         raise LoweringError(
-            f"a reduction across the {ctx.num_warps} warps of a CPU program inside a loop or "
-            "branch: warps run in phases only at the kernel's top level (the CPU pipeline should "
-            "have kept one warp)"
+            f"an exchange among the {ctx.num_warps} warps of a CPU program in {op.name} inside a "
+            "loop or branch: warps run in phases only at the kernel's top level (the CPU pipeline "
+            "should have kept one warp)"
         )
     recompute, kept = _plan(_live(body, op, st.keep_operands))
     entry = ctx.fn.entry_basic_block
@@ -218,4 +233,4 @@ def _state(ctx) -> _Phases:
     return st
 
 
-__all__ = ["allow", "forbid", "split", "phase_count_name"]
+__all__ = ["phased", "split", "phase_count_name"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerType, TensorType
 
-from kernellab.backends.cpu.lowering import phases
 from kernellab.backends.cpu.lowering.vector_rules import VECTOR_BINARY, takes_vectors, vector_binary
 from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, permute
 from kernellab.backends.llvm import reduce as core_reduce
@@ -95,34 +94,11 @@ def _reduce(ctx, op):
     ctx.set(res, VTV(ctx, permute(ctx, vec, picks), res_lay, res.type.element_type))
 
 
-class _Phased:
-    """A reduction's exchange among warps that run in turn (phases.py): a barrier may end a
-    phase before the op computes anything (its scratch still pending from an earlier
-    exchange; the operands are kept for the next phase), and does between the partials'
-    stores and loads (after which only the scratch is read)."""
-
-    def __init__(self, ctx, op):
-        self.ctx, self.op = ctx, op
-
-    def __enter__(self):
-        phases.allow(self.ctx, self.op, keep_operands=True)
-        self.ctx.barriers.free(self.ctx.scratch_interval(self.op))
-        phases.allow(self.ctx, self.op, keep_operands=False)
-
-    def __exit__(self, *exc):
-        phases.forbid(self.ctx)
-
-
 def rules() -> dict:
     core = core_reduce.RULES[tt.ReduceOp]
 
     def lower(ctx, op):
-        rule = _reduce if _accepts(op) else core
-        if ctx.num_warps == 1 or not _across_warps(ctx.lay(op.srcs[0].type), op.axis.value.data):
-            rule(ctx, op)
-            return
-        with _Phased(ctx, op):
-            rule(ctx, op)
+        (_reduce if _accepts(op) else core)(ctx, op)
 
     return {tt.ReduceOp: lower}
 
