@@ -31,8 +31,8 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from kernellab.backends.cpu.host import host_machine
-from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.cpu.lowering.vectors import VTV, as_vector
+from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.types import I8, I32, TV
 
 SLOT_ALIGN = 16
@@ -65,14 +65,13 @@ def phased(rule):
     and remap.through_smem do)."""
 
     def lower(ctx, op):
-        if ctx.num_warps == 1:
+        if ctx.num_warps == 1 or not ctx.smem.scratch_size.get(op):  # no scratch, no exchange
             rule(ctx, op)
             return
         st = _state(ctx)
         outer = st.allowed, st.keep_operands  # an op lowered inside another's region
         st.allowed, st.keep_operands = op, True
-        if op in ctx.smem.scratch:
-            ctx.barriers.free(ctx.scratch_interval(op))
+        ctx.barriers.free(ctx.scratch_interval(op))
         st.keep_operands = False
         try:
             rule(ctx, op)
