@@ -116,6 +116,14 @@ def test_softmax_splits_its_row_among_warps(rng):
     np.testing.assert_allclose(out, softmax_reference(x), rtol=2e-6, atol=1e-9)
 
 
+def test_a_compile_resumed_from_the_llir_text_keeps_the_scratch_the_phases_need(rng):
+    ck = kl.compile(softmax_kernel, signature="*fp32,*fp32,i32,i32,i32", constexprs={"BLOCK_SIZE": 1024},
+                    target="cpu")  # fmt: skip
+    assert ck.metadata["shared"] > 16 * 64 * 4  # the warps' saved exponentials, past the partials
+    resumed = kl.compile(ck.asm["llir"], target="cpu", force=True)
+    assert resumed.metadata["shared"] == ck.metadata["shared"]
+
+
 @pytest.mark.parametrize(("n", "block"), [(4096, 1024), (1000, 256), (300, 128)])
 def test_layer_norm_keeps_its_loops_results_and_statistics_across_phases(rng, n, block):
     """Three loops over the row, two reductions between them: the loops' accumulators, the mean

@@ -46,7 +46,14 @@ def make_llir(module: ModuleOp, options=None) -> tuple[str, dict]:
     machine = host_machine()
     target = CpuTarget(machine.triple, str(machine.target_data))
     rules = DEBUG_RULES if getattr(options, "debug", False) else RULES
-    return Lowering(module, target, rules, SCRATCH, options).run()
+    text, metadata = Lowering(module, target, rules, SCRATCH, options).run()
+    return text + _scratch_line(metadata["name"], metadata["shared"]), metadata
+
+
+def _scratch_line(kernel: str, nbytes: int) -> str:
+    """The scratch a program needs, as a module constant in the IR text: what the launcher
+    allocates when a compile resumes from the llir stage's text (backend.py reads it back)."""
+    return f'@"{kernel}.scratch_bytes" = internal constant i64 {nbytes}\n'
 
 
 __all__ = ["make_llir", "LoweringError", "CpuTarget", "RULES", "SCRATCH"]
