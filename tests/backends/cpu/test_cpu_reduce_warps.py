@@ -142,6 +142,31 @@ def test_layer_norm_keeps_its_loops_results_and_statistics_across_phases(rng, n,
 
 
 @kl.jit
+def reduce_reduced_kernel(x_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    """Reductions of reductions along both axes, their scalars combined: five exchanges, the
+    row sums and column maxima (slice layouts, duplicated among warps) live across them."""
+    rows, cols = tl.arange(0, BM), tl.arange(0, BN)
+    x = tl.load(x_ptr + rows[:, None] * BN + cols[None, :])
+    row_sums = tl.sum(x, axis=1)
+    col_max = tl.max(x, axis=0)
+    tl.store(out_ptr, tl.sum(row_sums, axis=0))
+    tl.store(out_ptr + 1, tl.max(col_max, axis=0))
+    tl.store(out_ptr + 2, tl.sum(row_sums * 2.0, axis=0) + tl.min(col_max, axis=0))
+
+
+@pytest.mark.parametrize(("BM", "BN"), [(4, 128), (8, 64), (2, 512), (32, 32)])
+def test_reductions_of_reductions_across_warps(rng, BM, BN):
+    x = random_array(rng, (BM, BN), np.float32)
+    out = poison(3, np.float32)
+    ck = kl.compile(reduce_reduced_kernel, signature="*fp32,*fp32", constexprs=dict(BM=BM, BN=BN), target="cpu")
+    assert _warps(ck) == BM * BN // 64
+    reduce_reduced_kernel[(1,)](x, out, BM=BM, BN=BN, target="cpu")
+    x64 = f64(x)
+    bound = np.abs(x64).sum() * BM * BN * 2**-24
+    assert_close(out, [x64.sum(), x64.max(), 2 * x64.sum() + x64.max(axis=0).min()], atol=[bound, 0, 2 * bound])
+
+
+@kl.jit
 def loop_after_sum_kernel(x_ptr, out_ptr, reps, BM: tl.constexpr, BN: tl.constexpr):
     rows = tl.arange(0, BM)
     s = tl.sum(tl.load(x_ptr + rows[:, None] * BN + tl.arange(0, BN)[None, :]), axis=1)
