@@ -107,9 +107,7 @@ def _warp_local(module: ModuleOp) -> bool:
         name = op.name
         if name.startswith(("arith.", "math.")) or name in _WARP_LOCAL:
             continue
-        if name == "tt.reduce" and op.parent_op() is not None and op.parent_op().name == "tt.func":
-            continue
-        if name == "tt.reduce.return":
+        if name == "tt.reduce.return" or (name == "tt.reduce" and op.parent_op().name == "tt.func"):
             continue
         return False
     return True
@@ -117,21 +115,21 @@ def _warp_local(module: ModuleOp) -> bool:
 
 # What a tensor of lower rank than the kernel's tiles may come from when the tiles are split
 # over warps: values each warp can compute for its own part (from scalars and tl.arange), which
-# remove_layout_conversions rematerializes in the layout a broadcast needs, and reductions,
-# whose exchange leaves every warp the outputs its part of the tile needs.
-_RECOMPUTABLE = {"tt.make_range", "tt.splat", "tt.expand_dims", "tt.addptr", "tt.reduce"}
+# remove_layout_conversions rematerializes in the layout a broadcast needs.
+_RECOMPUTABLE = {"tt.make_range", "tt.splat", "tt.expand_dims", "tt.addptr"}
 
 
 def _lower_ranks_recomputable(module: ModuleOp, rank: int) -> bool:
-    """Whether every tensor of rank below `rank` is computed from scalars and ranges only. A
+    """Whether every tensor of rank below `rank` is computed from scalars and ranges only, or
+    by a reduction (whose exchange leaves each warp the outputs its part of the tile needs). A
     loaded row, or one carried by a loop, broadcast across a tile split by rows would have to
-    reach every warp: an exchange, which warps run in turn cannot make."""
+    reach every warp: an exchange the passes would put where the row is used, maybe in a loop."""
     for op in module.walk():
         lower = [v for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args))
                  if isinstance(v.type, TensorType) and len(v.type.get_shape()) < rank]  # fmt: skip
-        if not lower:
+        if not lower or op.name == "tt.reduce":
             continue
-        if (op.regions and op.name != "tt.reduce") or not (op.name.startswith(("arith.", "math.")) or op.name in _RECOMPUTABLE):
+        if op.regions or not (op.name.startswith(("arith.", "math.")) or op.name in _RECOMPUTABLE):
             return False
     return True
 
