@@ -99,7 +99,7 @@ def split(ctx) -> None:
             "loop or branch: warps run in phases only at the kernel's top level (the CPU pipeline "
             "should have kept one warp)"
         )
-    recompute, kept = _plan(_live(body, op, st.keep_operands))
+    recompute, kept = _plan(_live(body, op, st.keep_operands), ctx.smem.scratch_size)
     entry = ctx.fn.entry_basic_block
     b = ctx.b
     saves = []  # (ssa value, llvm value): a tensor as one vector, so its slot is one store
@@ -163,15 +163,17 @@ _RECOMPUTED = {"arith.constant", "tt.splat", "tt.make_range", "tt.get_program_id
                "tt.addptr", "tt.expand_dims", "tt.broadcast"}  # fmt: skip
 
 
-def _plan(live: list) -> tuple[set, list]:
+def _plan(live: list, scratch: dict) -> tuple[set, list]:
     """(the ops to lower again in the next phase, the values to save) for the `live` values:
     an op of _RECOMPUTED or an arith op (one instruction a vector) is lowered again when its
-    operands are arguments, lowered again too, or scalars (saved: a scalar is cheap to keep)."""
+    operands are arguments, lowered again too, or scalars (saved: a scalar is cheap to keep),
+    and it needs no `scratch` (a conversion through it would meet a barrier again)."""
     memo: dict = {}
 
     def again(o) -> bool:
         if o not in memo:
-            memo[o] = not o.regions and (o.name in _RECOMPUTED or o.name.startswith("arith."))
+            cheap = o.name in _RECOMPUTED or o.name.startswith("arith.")
+            memo[o] = cheap and not o.regions and not scratch.get(o)
             memo[o] = memo[o] and all(_scalar(x) or _argument(x) or again(x.owner) for x in o.operands)
         return memo[o]
 
