@@ -1,11 +1,13 @@
-"""Would warps pay for reducing kernels on the CPU? Today such a kernel keeps one warp, one
-thread holding its whole row; warps of 64 elements run in turn would each hold 4 AVX-512
-registers' worth. This measures that difference without the warps: the same kernels working
-on their row in pieces, as warps would (docs/ARCHITECTURE.md, the CPU section, has the numbers).
+"""Do warps pay for reducing kernels on the CPU? Such a kernel kept one warp, one thread
+holding its whole row; warps of 64 elements run in turn (in phases between the reductions'
+exchanges, as the CPU backend now runs them) each hold 4 AVX-512 registers' worth. This
+measures the pieces without the warps: the same kernels working on their row in pieces, the
+kernel as written (the row at once: warps, now) next to them (docs/ARCHITECTURE.md, the CPU
+section, has the numbers).
 
     python3 benchmarks/cpu_pieces.py
 
-  softmax     4096 x 1024 fp32, one program per row: the row at once (one warp, today) against
+  softmax     4096 x 1024 fp32, one program per row: the row at once (16 warps in phases) against
               an online max/sum pass and a write pass over 64/128/256-element pieces; all cores
               and 1 thread
   layer norm  4096 x 4096 fp32: its own loop over the row with BLOCK_SIZE 1024/256/64
@@ -70,7 +72,7 @@ def softmax() -> None:
     out = np.full_like(x, np.nan)
     expected, gb = softmax_reference(x), 2 * 4 * rows * cols / 1e9
     runs = {
-        "one warp (the row at once)": lambda: softmax_kernel[(rows,)](
+        "the row at once (16 warps)": lambda: softmax_kernel[(rows,)](
             out, x, cols, cols, cols, BLOCK_SIZE=1024, target="cpu"
         )
     }
@@ -117,7 +119,7 @@ def layer_norm() -> None:
         run()
         np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
         print(
-            f"layer norm {rows}x{cols}, BLOCK_SIZE={block} (one warp), all cores: {gb / _median(run):.1f} GB/s"
+            f"layer norm {rows}x{cols}, BLOCK_SIZE={block}, all cores: {gb / _median(run):.1f} GB/s"
         )
 
     def numpy_layer_norm():

@@ -93,12 +93,15 @@ _LLVM_DEFINE = re.compile(r"define\s+(?:[\w()]+\s+)*?void\s+@\"?([\w.$]+)_grid\"
 
 def _parse_llir(text: str) -> CpuArtifact:
     """LLVM IR text (as the llir stage wrote it, maybe edited) → artifact: the kernel is the
-    one whose `<name>_grid` loop the launcher calls."""
+    one whose `<name>_grid` loop the launcher calls, its scratch what `<name>.scratch_bytes`
+    says (lowering/__init__.py writes it)."""
     m = _LLVM_DEFINE.search(text)
     if not m:
         raise ValueError("no grid function (`define void @<kernel>_grid(...)`) in the LLVM IR: "
                          "resume a CPU compile from the llir stage's text")  # fmt: skip
-    return CpuArtifact(m.group(1), llir=text, metadata={"name": m.group(1), "shared": 0})
+    scratch = re.search(rf'@"{re.escape(m.group(1))}.scratch_bytes" = internal constant i64 (\d+)', text)
+    shared = int(scratch.group(1)) if scratch else 0
+    return CpuArtifact(m.group(1), llir=text, metadata={"name": m.group(1), "shared": shared})
 
 
 def restore(asm: Mapping, metadata: KernelMetadata) -> CpuArtifact:

@@ -3,10 +3,13 @@ pass manager.
 
 ttgir stage, TTIR in, TTGIR with the CPU layout out:
 1. convert_to_ttgpuir        warps of one thread: a kernel whose ops never exchange data
-                             between threads (decided on its TTIR ops) gets a warp per 64
-                             elements, in runs along the last dim (the grid loop runs them one
-                             after another; the lowering refuses a barrier among them), any
-                             other one warp holding every tensor whole (no lanes, no warps).
+                             between threads but in reductions at its top level (decided on
+                             its TTIR ops) gets a warp per 64 elements, in runs along the last
+                             dim (the grid loop runs them one after another, in phases between
+                             the barriers of the reductions' exchanges: lowering/phases.py),
+                             any other one warp holding every tensor whole (no lanes, no
+                             warps); so does one whose passes leave a layout conversion in a
+                             loop or branch (the passes run again with one warp).
 2. coalesce                  (one warp) memory ops get the layouts whose registers run along
                              the most contiguous dim, so loads and stores become vector
                              instructions; with several warps each already holds a chunk.
@@ -79,8 +82,9 @@ def ttgir_passes(num_warps: int = 1) -> list:
 TTGIR_PASSES = ttgir_passes()
 
 # Ops whose lowering never moves data between the threads of a program: a kernel made of
-# these alone may split its tensors over several warps, which the grid loop runs one after
-# another (grid.py), each holding a slice the host's vector registers can keep.
+# these alone (and reductions at its top level) may split its tensors over several warps,
+# which the grid loop runs one after another (grid.py), each holding a slice the host's vector
+# registers can keep.
 _WARP_LOCAL = {
     "builtin.module", "tt.func", "tt.return", "tt.get_program_id", "tt.get_num_programs",
     "tt.make_range", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.addptr", "tt.load",
@@ -96,9 +100,14 @@ MAX_WARPS = 64
 
 
 def _warp_local(module: ModuleOp) -> bool:
+    """Whether every op is warp-local or a reduction at the kernel's top level: its exchange
+    among warps ends a phase of the program (lowering/phases.py), which a reduction inside a
+    loop or branch could not."""
     for op in module.walk():
         name = op.name
         if name.startswith(("arith.", "math.")) or name in _WARP_LOCAL:
+            continue
+        if name == "tt.reduce.return" or (name == "tt.reduce" and op.parent_op().name == "tt.func"):
             continue
         return False
     return True
@@ -111,13 +120,14 @@ _RECOMPUTABLE = {"tt.make_range", "tt.splat", "tt.expand_dims", "tt.addptr"}
 
 
 def _lower_ranks_recomputable(module: ModuleOp, rank: int) -> bool:
-    """Whether every tensor of rank below `rank` is computed from scalars and ranges only. A
+    """Whether every tensor of rank below `rank` is computed from scalars and ranges only, or
+    by a reduction (whose exchange leaves each warp the outputs its part of the tile needs). A
     loaded row, or one carried by a loop, broadcast across a tile split by rows would have to
-    reach every warp: an exchange, which warps run in turn cannot make."""
+    reach every warp: an exchange the passes would put where the row is used, maybe in a loop."""
     for op in module.walk():
         lower = [v for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args))
                  if isinstance(v.type, TensorType) and len(v.type.get_shape()) < rank]  # fmt: skip
-        if not lower:
+        if not lower or op.name == "tt.reduce":
             continue
         if op.regions or not (op.name.startswith(("arith.", "math.")) or op.name in _RECOMPUTABLE):
             return False
@@ -126,10 +136,10 @@ def _lower_ranks_recomputable(module: ModuleOp, rank: int) -> bool:
 
 def _warps_for(module: ModuleOp) -> int:
     """How many warps a program gets: 1, or for a kernel whose ops never exchange data between
-    threads, enough that each holds about ELEMENTS_PER_WARP elements of its largest tensor
-    (runs of up to that many along the last dim; a 2-D tile's rows are split among the warps,
-    and a row or column operand is held whole by each warp that reads it, as broadcasting
-    needs no exchange)."""
+    threads but in reductions at its top level, enough that each holds about
+    ELEMENTS_PER_WARP elements of its largest tensor (runs of up to that many along the last
+    dim; a 2-D tile's rows are split among the warps, and a row or column operand is held
+    whole by each warp that reads it, as broadcasting needs no exchange)."""
     if not _warp_local(module):
         return 1
     widest, rank = 1, 0
@@ -146,10 +156,32 @@ def _warps_for(module: ModuleOp) -> int:
     return warps
 
 
+def _exchanges_at_top_level(module: ModuleOp) -> bool:
+    """Whether every layout conversion (the exchange the passes may add, for a reduction's
+    result that meets a tensor of another layout) is at the kernel's top level, where warps
+    run in phases (lowering/phases.py)."""
+    return all(op.parent_op().name == "tt.func" for op in module.walk() if op.name == "ttg.convert_layout")
+
+
 def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassRecord]:
-    """Run the CPU TTGIR passes on `module` (TTIR) in place."""
+    """Run the CPU TTGIR passes on `module` (TTIR) in place: with the warps `_warps_for` gives,
+    or one warp when those would have to exchange data inside a loop or branch."""
     verify = bool(getattr(options, "debug", False))
-    return PassManager(ttgir_passes(_warps_for(module)), trace=trace, verify=verify).run(module)
+    warps = _warps_for(module)
+    ttir = module.clone() if warps > 1 else None
+    records = PassManager(ttgir_passes(warps), trace=trace, verify=verify).run(module)
+    if ttir is None or _exchanges_at_top_level(module):
+        return records
+    records = PassManager(ttgir_passes(1), trace=trace, verify=verify).run(ttir)
+    block = module.body.block
+    for op in list(block.ops):
+        op.detach()
+        op.erase(safe_erase=False)
+    for op in list(ttir.body.block.ops):
+        op.detach()
+        block.add_op(op)
+    module.attributes = dict(ttir.attributes)
+    return records
 
 
 @dataclass

@@ -97,7 +97,6 @@ def bind_thread_results(ctx, op, lay: Lay, acc: dict) -> None:
 
 
 def _reduce(ctx, op):
-    b = ctx.b
     axis = op.axis.value.data
     srcs = [ctx.get(v) for v in op.srcs]
     lay = srcs[0].lay
@@ -128,14 +127,22 @@ def _reduce(ctx, op):
                 other = [shuffle(ctx, v, I32(1 << i)) for v in acc[key]]
                 acc[key] = combine(acc[key], other)
 
-    warp_bits = _warp_axis_bits(lay, axis)
-    scalar = not isinstance(op.result[0].type, TensorType)
-
-    if not warp_bits:
+    if not _warp_axis_bits(lay, axis):
         bind_thread_results(ctx, op, lay, acc)
         return
+    across_warps(ctx, op, srcs, acc, combine)
 
-    # 3. across warps through shared memory
+
+def across_warps(ctx, op, srcs: list, acc: dict, combine) -> None:
+    """Step 3 and the results: `acc` maps the flat index with the axis bits cleared to this
+    thread's partial values (one per operand, after steps 1-2; a target that combines its
+    registers its own way hands its partials in here)."""
+    b = ctx.b
+    axis = op.axis.value.data
+    lay = srcs[0].lay
+    am = axis_mask(lay, axis)
+    warp_bits = _warp_axis_bits(lay, axis)
+    scalar = not isinstance(op.result[0].type, TensorType)
     nw = 1 << len(warp_bits)
     out_numel = lay.numel // lay.shape[axis]
     base = ctx.scratch_offset(op)

@@ -186,6 +186,10 @@ class BarrierTracker:
     def before_async_write(self, iv: Interval) -> None:
         """An asynchronous copy into `iv` is about to start: the bytes must be free of pending
         accesses. The copy itself is not pending: it lands at a wait, which is a barrier."""
+        self.free(iv)
+
+    def free(self, iv: Interval) -> None:
+        """A barrier now if `iv` has pending accesses: whatever comes next may write it."""
         if any(p.overlaps(iv) for p, _ in self.pending):
             self.barrier()
 

@@ -11,7 +11,6 @@ import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.cpu import launcher
 from kernellab.backends.cpu.errors import CpuAssertionError, CpuOutOfBoundsError
-from kernellab.backends.llvm.errors import LoweringError
 from kernellab.examples import add_kernel, softmax_kernel, softmax_reference
 
 ADD = dict(signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK_SIZE": 1024})
@@ -94,33 +93,28 @@ def test_a_tile_that_broadcasts_a_loaded_row_keeps_one_warp(rng):
     count: each warp recomputes its part)."""
     ck = kl.compile(_add_row, signature="*fp32,*fp32,*fp32", constexprs={"BM": 64, "BN": 64}, target="cpu",
                     force=True)  # fmt: skip
-    assert '"ttg.num-warps" = 1' in ck.asm["ttgir"]
+    assert '"ttg.num-warps" = 1 ' in ck.asm["ttgir"]
     x, row = rng.standard_normal((64, 64), dtype=np.float32), rng.standard_normal(64, dtype=np.float32)
     out = poison((64, 64), np.float32)
     _add_row[(1,)](x, row, out, BM=64, BN=64, target="cpu")
     np.testing.assert_array_equal(out, x + row[None, :])
 
 
-def test_a_kernel_whose_threads_exchange_data_keeps_one_warp():
-    """A reduction combines elements of every warp: softmax stays one thread per program."""
-    ck = kl.compile(softmax_kernel, signature="*fp32,*fp32,i32,i32,i32", constexprs={"BLOCK_SIZE": 1024},
-                    target="cpu", force=True)  # fmt: skip
-    assert '"ttg.num-warps" = 1' in ck.asm["ttgir"]
-
-
 @kl.jit
-def total_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
-    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
+def cumsum_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.cumsum(tl.load(x_ptr + offsets), axis=0))
 
 
-def test_warps_that_would_have_to_meet_at_a_barrier_are_a_lowering_error():
-    """The CPU runs a program's warps one after another, so they can't exchange data: TTGIR
-    that splits a reduction over two warps is refused with a message, never run wrong."""
-    ttgir = kl.compile(total_kernel, signature="*fp32,*fp32", constexprs={"BLOCK": 256}, target="cpu",
-                       force=True).asm["ttgir"]  # fmt: skip
-    two = ttgir.replace('"ttg.num-warps" = 1', '"ttg.num-warps" = 2').replace("warpsPerCTA = [1]", "warpsPerCTA = [2]")
-    with pytest.raises(LoweringError, match="cannot meet at it"):
-        kl.compile(two, target="cpu", force=True)
+def test_a_kernel_whose_threads_exchange_data_keeps_one_warp(rng):
+    """A scan carries every element's prefix into the next warp's: it stays one thread per
+    program (reductions at the kernel's top level split among warps: test_cpu_reduce_warps)."""
+    ck = kl.compile(cumsum_kernel, signature="*fp32,*fp32", constexprs={"BLOCK": 1024}, target="cpu", force=True)
+    assert '"ttg.num-warps" = 1 ' in ck.asm["ttgir"]
+    x = rng.standard_normal(1024).astype(np.float32)
+    out = poison(1024, np.float32)
+    cumsum_kernel[(1,)](x, out, BLOCK=1024, target="cpu")
+    np.testing.assert_allclose(out, np.cumsum(x.astype(np.float64)), rtol=0, atol=1024 * 2**-23 * np.abs(x).sum())
 
 
 def test_softmax_on_one_thread_and_on_every_core_agree_with_float64(rng):

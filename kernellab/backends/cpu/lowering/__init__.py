@@ -18,16 +18,26 @@ from kernellab.backends.cpu.lowering import (
     debug,
     dot,
     gather,
+    phases,
     reductions,
     shapes,
     vector_rules,
 )
 from kernellab.backends.cpu.lowering.target import CpuTarget
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
+from kernellab.ir import tt, ttg
 
 _OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules(), **gather.rules(), **bitonic.rules()}
-RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=False)}
-DEBUG_RULES = {**CORE_RULES, **_OWN, **vector_rules.rules(debug=True)}  # accesses bounds-checked
+# ops whose exchange among warps through the scratch may end a phase of the program (phases.py)
+_PHASED = (tt.ReduceOp, ttg.ConvertLayoutOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)
+
+
+def _with_phases(rules: dict) -> dict:
+    return {cls: phases.phased(rule) if cls in _PHASED else rule for cls, rule in rules.items()}
+
+
+RULES = _with_phases({**CORE_RULES, **_OWN, **vector_rules.rules(debug=False)})
+DEBUG_RULES = _with_phases({**CORE_RULES, **_OWN, **vector_rules.rules(debug=True)})  # accesses bounds-checked
 SCRATCH = {**CORE_SCRATCH, **gather.SCRATCH}
 
 
@@ -36,7 +46,14 @@ def make_llir(module: ModuleOp, options=None) -> tuple[str, dict]:
     machine = host_machine()
     target = CpuTarget(machine.triple, str(machine.target_data))
     rules = DEBUG_RULES if getattr(options, "debug", False) else RULES
-    return Lowering(module, target, rules, SCRATCH, options).run()
+    text, metadata = Lowering(module, target, rules, SCRATCH, options).run()
+    return text + _scratch_line(metadata["name"], metadata["shared"]), metadata
+
+
+def _scratch_line(kernel: str, nbytes: int) -> str:
+    """The scratch a program needs, as a module constant in the IR text: what the launcher
+    allocates when a compile resumes from the llir stage's text (backend.py reads it back)."""
+    return f'@"{kernel}.scratch_bytes" = internal constant i64 {nbytes}\n'
 
 
 __all__ = ["make_llir", "LoweringError", "CpuTarget", "RULES", "SCRATCH"]

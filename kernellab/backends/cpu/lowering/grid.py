@@ -3,7 +3,9 @@
     void <kernel>_grid(ptr args, ptr scratch, ptr status, i32 gx, i32 gy, i32 gz, i64 first, i64 end)
 
 runs programs first..end-1 (linear ids, x fastest) of a gx × gy × gz grid, each program's
-warps one after another (the kernel's last hidden parameter is its warp). `args` holds one
+warps one after another (the kernel's last hidden parameters are its warp and the phase to
+run: a program whose warps meet at barriers runs each phase for every warp before the next,
+phases.py). `args` holds one
 8-byte slot per kernel argument (a pointer, or a scalar in the slot's low bytes); `scratch` is
 the calling worker's shared memory; `status` the launch's status record (checks.py), which also
 stops the loop once a program failed. The launcher splits the grid into ranges and calls this
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from kernellab.backends.cpu.lowering.phases import phase_count_name
 from kernellab.backends.llvm.types import I1, I8, I32, I64, PTR, SPTR, VOID
 
 SLOT_BYTES = 8
@@ -61,18 +64,32 @@ def define_grid_loop(ctx, fn: ir.Function, nhidden: int, warps: int) -> ir.Funct
     z = b.trunc(b.udiv(rest, gy64), I32)
     args = [*values, x, y, z, gx, gy, gz, shared, status]
     if warps == 1:
-        b.call(fn, [*args, I32(0)])
-    else:  # warps that never exchange data run one after another
+        b.call(fn, [*args, I32(0), I32(0)])
+    else:  # each phase (phases.py) for every warp in turn, then the next phase
+        phases = ir.GlobalVariable(ctx.mod, I32, phase_count_name(fn.name))
+        phases.linkage = "internal"
+        phases.global_constant = True
+        phases.initializer = I32(1)  # phases.split counts the barriers
+        phase_head = loop.append_basic_block("phase")
         warp_body = loop.append_basic_block("warp")
+        phase_end = loop.append_basic_block("phase.end")
+        next_program = loop.append_basic_block("program.end")
+        b.branch(phase_head)
+        b.position_at_end(phase_head)
+        ph = b.phi(I32, "phase")
+        ph.add_incoming(I32(0), body)
         b.branch(warp_body)
         b.position_at_end(warp_body)
         w = b.phi(I32, "warp")
-        w.add_incoming(I32(0), body)
-        b.call(fn, [*args, w])
+        w.add_incoming(I32(0), phase_head)
+        b.call(fn, [*args, w, ph])
         w_next = b.add(w, I32(1))
         w.add_incoming(w_next, warp_body)
-        next_program = loop.append_basic_block("program.end")
-        b.cbranch(b.icmp_unsigned("<", w_next, I32(warps)), warp_body, next_program)
+        b.cbranch(b.icmp_unsigned("<", w_next, I32(warps)), warp_body, phase_end)
+        b.position_at_end(phase_end)
+        ph_next = b.add(ph, I32(1))
+        ph.add_incoming(ph_next, phase_end)
+        b.cbranch(b.icmp_unsigned("<", ph_next, b.load(phases, typ=I32)), phase_head, next_program)
         body = next_program
         b.position_at_end(next_program)
     p.add_incoming(b.add(p, I64(1)), body)

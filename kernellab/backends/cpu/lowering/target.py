@@ -4,8 +4,9 @@ atomics in plain LLVM (backends/llvm/portable.py: `llvm.masked.load`/`store`, LL
 and LLVM's own intrinsics where a GPU has an approximate instruction.
 
 The kernel function takes its program ids, the grid size, a scratch buffer (the program's
-"shared memory"), a launch status record and its warp as hidden parameters after its own
-arguments (a program has several warps only when they never exchange data: pipeline.py);
+"shared memory"), a launch status record, its warp and its phase as hidden parameters after
+its own arguments (a program has several warps only when they exchange data at most in
+reductions, which a barrier splits into phases run for every warp in turn: phases.py);
 `grid.define_grid_loop` wraps it in the function the launcher calls, a loop over a range of
 program ids. Accesses under `debug=True` are bounds-checked (`checks.py`).
 """
@@ -16,15 +17,14 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
-from kernellab.backends.cpu.lowering import checks, grid
+from kernellab.backends.cpu.lowering import checks, grid, phases
 from kernellab.backends.llvm import portable
-from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.types import F32, I32, PTR, SPTR
 
 HIDDEN = (
     ("pid_x", I32), ("pid_y", I32), ("pid_z", I32),
     ("nprog_x", I32), ("nprog_y", I32), ("nprog_z", I32),
-    ("scratch", SPTR), ("status", PTR), ("tid", I32),
+    ("scratch", SPTR), ("status", PTR), ("tid", I32), ("phase", I32),
 )  # fmt: skip
 
 
@@ -61,11 +61,8 @@ class CpuTarget(portable.PortableArithmetic):
     # -- exchange between threads: one thread, nothing to exchange ---------------------------
 
     def barrier(self, ctx) -> None:
-        if ctx.num_warps > 1:  # pipeline.py gives several warps only to kernels that never need one
-            raise LoweringError(
-                f"a barrier in a CPU kernel of {ctx.num_warps} warps: they run one after another "
-                "and cannot meet at it (the CPU pipeline should have kept one warp)"
-            )
+        if ctx.num_warps > 1:  # warps run in turn: the barrier ends a phase
+            phases.split(ctx)
 
     def shuffle_i32(self, ctx, value, lane, kind: str):
         return value

@@ -114,14 +114,15 @@ def _constant(ctx, op):
 
 
 def _constant_accepts(op) -> bool:
-    """Dense tensor constants; one that is not a splat only in a layout without warps (a
+    """Dense tensor constants; one whose elements differ only in a layout without warps (a
     warp's registers would hold other elements)."""
     t = op.result.type
     if not (isinstance(t, TensorType) and takes_vectors(t) and isinstance(op.value, builtin.DenseIntOrFPElementsAttr)):
         return False
     from kernellab.backends.llvm.layout import layout_of_type
 
-    return len(op.value.get_values()) == 1 or not layout_of_type(t).thread_bits
+    values = op.value.get_values()
+    return len(set(values)) == 1 or not layout_of_type(t).thread_bits
 
 
 def _make_range(ctx, op):
