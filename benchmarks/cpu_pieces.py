@@ -18,9 +18,7 @@ checked against numpy first.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +31,8 @@ import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.cpu import launcher
 from kernellab.examples import layer_norm_kernel, softmax_kernel, softmax_reference
+
+from cpu import _median  # benchmarks/cpu.py, beside this script
 
 
 @kl.jit
@@ -56,16 +56,6 @@ def softmax_pieces(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr, PIECE: 
         tl.store(out_ptr + row * stride + cols, tl.exp(x - top) / total, mask=cols < n_cols)
 
 
-def _median(fn, repeat: int = 7) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def softmax() -> None:
     rows, cols = 4096, 1024
     x = np.random.default_rng().standard_normal((rows, cols), dtype=np.float32)
@@ -85,14 +75,14 @@ def softmax() -> None:
             out.fill(np.nan)
             run()
             np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-7)
-            print(f"softmax {rows}x{cols}, {name}, {label}: {gb / _median(run):.1f} GB/s")
+            print(f"softmax {rows}x{cols}, {name}, {label}: {gb / _median(run, 7):.1f} GB/s")
     launcher.set_num_threads(None)
 
     def numpy_softmax():
         e = np.exp(x - x.max(axis=1, keepdims=True))
         np.divide(e, e.sum(axis=1, keepdims=True), out=out)
 
-    print(f"numpy softmax: {gb / _median(numpy_softmax):.1f} GB/s")
+    print(f"numpy softmax: {gb / _median(numpy_softmax, 7):.1f} GB/s")
 
 
 def layer_norm() -> None:
@@ -119,7 +109,7 @@ def layer_norm() -> None:
         run()
         np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
         print(
-            f"layer norm {rows}x{cols}, BLOCK_SIZE={block}, all cores: {gb / _median(run):.1f} GB/s"
+            f"layer norm {rows}x{cols}, BLOCK_SIZE={block}, all cores: {gb / _median(run, 7):.1f} GB/s"
         )
 
     def numpy_layer_norm():
@@ -127,9 +117,9 @@ def layer_norm() -> None:
         np.multiply((x - m) / np.sqrt(v + eps), w, out=y)
         y.__iadd__(b)
 
-    print(f"numpy layer norm: {gb / _median(numpy_layer_norm):.1f} GB/s")
+    print(f"numpy layer norm: {gb / _median(numpy_layer_norm, 7):.1f} GB/s")
     copy = np.empty_like(x)
-    print(f"numpy copy, 64 MB: {2 * x.nbytes / 1e9 / _median(lambda: np.copyto(copy, x)):.1f} GB/s")
+    print(f"numpy copy, 64 MB: {2 * x.nbytes / 1e9 / _median(lambda: np.copyto(copy, x), 7):.1f} GB/s")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.examples import layer_norm_kernel, softmax_kernel, softmax_reference
+from tests.language.test_reductions import reduce_kernel  # the same kernel, split among warps here
 
 
 def _warps(ck) -> int:
@@ -21,27 +22,6 @@ def _warps(ck) -> int:
 def _phases(ck) -> int:
     m = re.search(r"\.phases\" = internal constant i32 (\d+)", ck.asm["llir"])
     return int(m.group(1)) if m else 1
-
-
-@kl.jit
-def row_reduce_kernel(x_ptr, out_ptr, m, n, OP: tl.constexpr, AXIS: tl.constexpr, OTHER: tl.constexpr,
-                      BM: tl.constexpr, BN: tl.constexpr):  # fmt: skip
-    rows = tl.arange(0, BM)
-    cols = tl.arange(0, BN)
-    mask = (rows[:, None] < m) & (cols[None, :] < n)
-    x = tl.load(x_ptr + rows[:, None] * n + cols[None, :], mask=mask, other=OTHER)
-    if OP == "sum":
-        r = tl.sum(x, axis=AXIS)
-    elif OP == "max":
-        r = tl.max(x, axis=AXIS)
-    elif OP == "min":
-        r = tl.min(x, axis=AXIS)
-    else:
-        r = tl.argmax(x, axis=AXIS)
-    if AXIS == 1:
-        tl.store(out_ptr + rows, r, mask=rows < m)
-    else:
-        tl.store(out_ptr + cols, r, mask=cols < n)
 
 
 # (BM, BN, axis): tiles whose reduced axis spans 2, 4 and 8 warps of 64 elements
@@ -58,10 +38,10 @@ def test_a_reduction_split_among_warps_matches_numpy(rng, op, BM, BN, axis, acro
         x[:, n // 2] = x[:, 1] = np.abs(x).max() + 1
         x[m // 2, :] = x[0, :] = np.abs(x).max() + 1 if axis == 0 else x[m // 2, :]
     consts = dict(OP=op, AXIS=axis, OTHER=NEUTRAL[op], BM=BM, BN=BN)
-    ck = kl.compile(row_reduce_kernel, signature="*fp32,*fp32,i32,i32", constexprs=consts, target="cpu")
+    ck = kl.compile(reduce_kernel, signature="*fp32,*fp32,i32,i32", constexprs=consts, target="cpu")
     assert _warps(ck) == BM * BN // 64 and _phases(ck) >= 2
     out = poison(n if axis == 0 else m, np.int32 if op == "argmax" else np.float32)
-    row_reduce_kernel[(1,)](x, out, m, n, **consts, target="cpu")
+    reduce_kernel[(1,)](x, out, m, n, **consts, target="cpu")
     if op == "argmax":
         np.testing.assert_array_equal(out, x.argmax(axis=axis))
     elif op == "sum":
