@@ -72,6 +72,24 @@ CUDA_SKIPS = {
 }
 
 
+@pytest.fixture(scope="module")
+def cuda_torch():
+    """torch with a CUDA device to run on: the GPU tests' host side (they alias it as `torch`);
+    skips without one."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+@pytest.fixture(scope="module")
+def hopper_torch(cuda_torch):
+    """cuda_torch on a Hopper GPU, for wgmma and TMA; skips on others."""
+    if cuda_torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a Hopper GPU (compute capability 9.0)")
+    return cuda_torch
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     if request.param == "cuda" and not cuda_available():

@@ -34,11 +34,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+def torch(cuda_torch):
+    return cuda_torch
 
 
 def to_cuda(torch, array: np.ndarray):

@@ -12,11 +12,8 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+def torch(cuda_torch):
+    return cuda_torch
 
 
 @pytest.mark.parametrize("n_ctx", [128, 1024])

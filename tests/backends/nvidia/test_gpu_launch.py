@@ -27,11 +27,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA")
-    return torch
+def torch(cuda_torch):
+    return cuda_torch
 
 
 def randn(torch, rng, n, dtype=np.float32):

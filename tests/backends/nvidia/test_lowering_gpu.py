@@ -14,11 +14,8 @@ _VIEWS = {2: "int16", 1: "int8"}
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device visible")
-    return torch
+def torch(cuda_torch):
+    return cuda_torch
 
 
 def _to_device(torch, a):

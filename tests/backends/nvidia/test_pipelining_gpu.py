@@ -21,11 +21,8 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+def torch(cuda_torch):
+    return cuda_torch
 
 
 def assert_close64(actual, expected, bound, what):

@@ -30,13 +30,8 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("TMA needs a Hopper GPU (compute capability 9.0)")
-    return torch
+def torch(hopper_torch):
+    return hopper_torch
 
 
 @kl.jit

@@ -14,13 +14,8 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("wgmma needs a Hopper GPU (compute capability 9.0)")
-    return torch
+def torch(hopper_torch):
+    return hopper_torch
 
 
 CONFIGS = [(128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4),
