@@ -540,12 +540,8 @@ def _computed_from_a_dot(value: SSAValue, body: Block) -> bool:
 
 def _defined_in(value: SSAValue, body: Block) -> bool:
     """Whether `value` is made in `body` (or in a region nested in it)."""
-    op = value.owner
-    while isinstance(op, Operation):
-        if op.parent_block() is body:
-            return True
-        op = op.parent_op()
-    return isinstance(value, BlockArgument) and value.block is body
+    loop = body.parent_op()
+    return value.owner is not loop and loop.is_ancestor(value.owner)
 
 
 def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:

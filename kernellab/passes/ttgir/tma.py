@@ -292,13 +292,7 @@ def defined_outside(op, loop: Operation) -> bool:
     first copies there): launcher-encoded, or built from fields defined outside the loop."""
     if op.host is not None or launch_encoded(op):
         return True
-    for value in (op.base, *op.shape, *op.strides):
-        owner = value.block.parent_op() if isinstance(value, BlockArgument) else value.owner
-        while owner is not None and owner is not loop:
-            owner = owner.parent_op()
-        if owner is loop:
-            return False
-    return True
+    return not any(loop.is_ancestor(value.owner) for value in (op.base, *op.shape, *op.strides))
 
 
 def _add_parameter(func: tt.FuncOp, facts: DictionaryAttr) -> SSAValue:
