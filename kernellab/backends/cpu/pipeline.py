@@ -107,7 +107,7 @@ def _warp_local(module: ModuleOp) -> bool:
         name = op.name
         if name.startswith(("arith.", "math.")) or name in _WARP_LOCAL:
             continue
-        if name == "tt.reduce.return" or (name == "tt.reduce" and op.parent_op().name == "tt.func"):
+        if name in ("tt.reduce.return", "tt.scan.return") or (name in ("tt.reduce", "tt.scan") and op.parent_op().name == "tt.func"):
             continue
         return False
     return True

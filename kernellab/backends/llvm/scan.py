@@ -208,7 +208,13 @@ def _scan(ctx, op):
                     if bitwidth(srcs[k].elem) == 1:
                         v = b.zext(v, I8)
                     b.store(v, slot_ptr(k, oidx[o], h, w))
-        ctx.smem_access(iv, write=False)
+        # the warp's prefixes, its rank and its slots cross the barrier (where a barrier ends a
+        # phase of the kernel function, the CPU's, as copies the next phase reloads)
+        regs = range(lay.nregs)
+        kept = ctx.smem_access(iv, write=False, keep=[wrank, *oidx.values(), *(v for r in regs for v in vals[r])])
+        wrank, oidx = kept[0], dict(zip(others, kept[1 : 1 + len(others)]))
+        flat = kept[1 + len(others) :]
+        vals = {r: flat[r * n_ops : (r + 1) * n_ops] for r in regs}
 
         def load(k, o, h, wv):
             elem = srcs[k].elem

@@ -29,7 +29,7 @@ from kernellab.ir import tt, ttg
 
 _OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules(), **gather.rules(), **bitonic.rules()}
 # ops whose exchange among warps through the scratch may end a phase of the program (phases.py)
-_PHASED = (tt.ReduceOp, ttg.ConvertLayoutOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)
+_PHASED = (tt.ReduceOp, tt.ScanOp, ttg.ConvertLayoutOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)
 
 
 def _with_phases(rules: dict) -> dict:

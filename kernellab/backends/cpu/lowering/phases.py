@@ -102,7 +102,7 @@ def split(ctx) -> None:
     recompute, kept = _plan(_live(body, op, st.keep_operands), ctx.smem.scratch_size)
     entry = ctx.fn.entry_basic_block
     b = ctx.b
-    saves = []  # (ssa value, llvm value): a tensor as one vector, so its slot is one store
+    saves = []  # (ssa value or index in `own`, llvm value): a tensor as one vector, so its slot is one store
     for v in kept:
         x = ctx.get(v)
         if isinstance(x, TV) and not isinstance(x, VTV) and x.lay.nregs > 1:
@@ -113,6 +113,8 @@ def split(ctx) -> None:
         val = x.carried()[0] if isinstance(x, TV) else x
         if isinstance(val, ir.Instruction) and val.parent is not entry:
             saves.append((v, val))
+    own = ctx.barriers.kept  # LLVM values of the op itself (its access's `keep`), saved as they are
+    saves += [(i, val) for i, val in enumerate(own) if isinstance(val, ir.Instruction) and val.parent is not entry]
     target_data = host_machine().target_data
     offsets, size = [], 0
     for _, val in saves:
@@ -140,10 +142,15 @@ def split(ctx) -> None:
     b.position_at_end(block)
     ctx.mod.globals[phase_count_name(ctx.fn.name)].initializer = I32(phase + 1)
 
+    reloaded = list(own)
     for (v, val), ptr in zip(saves, slots() if saves else []):
         new = b.load(ptr, typ=val.type, align=_align(val, target_data))
+        if isinstance(v, int):
+            reloaded[v] = new
+            continue
         x = ctx.get(v)
         ctx.set(v, x.rebuilt([new]) if isinstance(x, TV) else new)
+    ctx.barriers.kept = reloaded
     for o in body.ops:
         if o in recompute:
             ctx.lower_op(o)
