@@ -100,18 +100,27 @@ MAX_WARPS = 64
 
 
 def _warp_local(module: ModuleOp) -> bool:
-    """Whether every op is warp-local or a reduction or scan at the kernel's top level: its
-    exchange among warps ends a phase of the program (lowering/phases.py), which one inside a
-    loop or branch could not."""
+    """Whether every op is warp-local, a reduction at the kernel's top level or a scan there
+    along the last dim: their exchange among warps ends a phase of the program
+    (lowering/phases.py), which one inside a loop or branch could not. A scan along another
+    dim keeps one warp: the warps would split it a row each, so the exchange would carry the
+    whole scan (each warp loading every warp's row of totals: 30x slower on a 64x64 tile than
+    one warp adding its rows as vectors)."""
     for op in module.walk():
         name = op.name
         if name.startswith(("arith.", "math.")) or name in _WARP_LOCAL:
             continue
-        exchanging = name in ("tt.reduce", "tt.scan") and op.parent_op().name == "tt.func"
-        if exchanging or name in ("tt.reduce.return", "tt.scan.return"):
+        top = op.parent_op().name == "tt.func"
+        if (name == "tt.reduce" and top) or (name == "tt.scan" and top and _along_last_dim(op)):
+            continue
+        if name in ("tt.reduce.return", "tt.scan.return"):
             continue
         return False
     return True
+
+
+def _along_last_dim(scan) -> bool:
+    return scan.axis.value.data == len(scan.srcs[0].type.get_shape()) - 1
 
 
 # What a tensor of lower rank than the kernel's tiles may come from when the tiles are split

@@ -8,7 +8,8 @@ high register bits (repeats of the CTA tile along the axis). The scan follows th
      computed from the lane's axis index, so lanes along other dims or duplicates are fine),
      then each run is offset by the exclusive prefix from the lane before;
   3. across warps, the warps' totals go to shared memory and each thread combines those of
-     the warps before its own;
+     the warps before its own (`across_warps`, which the CPU's vector scan calls too; what the
+     thread scanned before the barrier crosses it as values its access keeps);
   4. the high-register chunks are carried sequentially: chunk h gets the total of chunks < h.
 A reverse scan runs the same steps with every order flipped. Combines always take
 (earlier, later), so non-commutative combine functions scan correctly.

@@ -10,7 +10,7 @@ from conftest import assert_close, assert_equal, f64, poison, random_array
 
 import kernellab as kl
 import kernellab.language as tl
-from tests.backends.cpu.test_cpu_reduce_warps import SPLITS, phases_of, warps_of
+from tests.backends.cpu.test_cpu_reduce_warps import phases_of, warps_of
 from tests.language.test_reductions import (  # the same kernels, split among warps here
     first_scan_kernel,
     numpy_scan,
@@ -18,6 +18,8 @@ from tests.language.test_reductions import (  # the same kernels, split among wa
     tuple_scan_kernel,
 )
 
+# (BM, BN): rows of 128 to 1024 scanned along dim 1, split among 2 to 16 warps of 64 elements
+SPLITS = [(4, 128), (2, 256), (1, 512), (8, 128), (1, 1024)]
 # op, element type, the masked elements' value (the combine's neutral element)
 SCANS = [
     ("cumsum", np.float32, 0),
@@ -53,10 +55,11 @@ def _check(out, x, op, axis, reverse):
 
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
 @pytest.mark.parametrize(("op", "dtype", "other"), SCANS, ids=[f"{o}-{np.dtype(d).name}" for o, d, _ in SCANS])
-@pytest.mark.parametrize(("BM", "BN", "axis", "across"), SPLITS)
-def test_a_scan_split_among_warps_matches_numpy(rng, op, dtype, other, BM, BN, axis, across, reverse):
+@pytest.mark.parametrize(("BM", "BN"), SPLITS)
+def test_a_scan_split_among_warps_matches_numpy(rng, op, dtype, other, BM, BN, reverse):
     m, n = BM - (BM > 1), BN - 3  # masked rows and columns: sizes no multiple of the split
     x = _inputs(rng, op, dtype, (m, n))
+    axis = 1
     consts = dict(OP=op, AXIS=axis, REVERSE=reverse, OTHER=other, BM=BM, BN=BN)
     t = TYPES[dtype]
     ck = kl.compile(scan_kernel, signature=f"*{t},*{t},i32,i32", constexprs=consts, target="cpu")
@@ -67,12 +70,14 @@ def test_a_scan_split_among_warps_matches_numpy(rng, op, dtype, other, BM, BN, a
 
 
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
-@pytest.mark.parametrize(("BM", "BN", "axis"), [(1, 8192, 1), (128, 64, 0), (16, 64, 0)])
-def test_a_scan_of_more_than_the_warps_hold_at_once_carries_across_their_repeats(rng, BM, BN, axis, reverse):
-    """64 warps of 128 elements (each warp's part repeated along the axis) take the core's
-    scan, whose chunks carry after the exchange; 16 warps along dim 0 the vector steps."""
+@pytest.mark.parametrize(("BM", "BN"), [(1, 8192), (64, 128)])
+def test_a_scan_of_more_than_the_warps_hold_at_once_carries_across_their_repeats(rng, BM, BN, reverse):
+    """64 warps: along a row of 8192 each warp's 64 elements repeat along the axis (the core's
+    scan, whose chunks carry after the exchange); in 64 rows of 128 two warps split each row
+    and repeat down the rows (the vector steps)."""
     m, n = BM - (BM > 1), BN - 3
     x = random_array(rng, (m, n), np.float32)
+    axis = 1
     consts = dict(OP="cumsum", AXIS=axis, REVERSE=reverse, OTHER=0, BM=BM, BN=BN)
     ck = kl.compile(scan_kernel, signature="*fp32,*fp32,i32,i32", constexprs=consts, target="cpu")
     assert warps_of(ck) == min(64, BM * BN // 64) and phases_of(ck) >= 2
@@ -82,10 +87,9 @@ def test_a_scan_of_more_than_the_warps_hold_at_once_carries_across_their_repeats
 
 
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
-@pytest.mark.parametrize("axis", [0, 1])
-def test_a_combine_function_returning_its_first_argument_scans_across_warps(rng, axis, reverse):
+def test_a_combine_function_returning_its_first_argument_scans_across_warps(rng, reverse):
     """No binary op to put on vectors: the core's scan, its prefixes kept across the barrier."""
-    BM, BN = (16, 64) if axis == 0 else (4, 256)  # 16 warps, four along the axis or more
+    BM, BN, axis = 4, 256, 1  # 16 warps, four along each row
     x = random_array(rng, (BM, BN), np.float32)
     out = poison((BM, BN), np.float32)
     consts = dict(AXIS=axis, REVERSE=reverse, BM=BM, BN=BN)
@@ -157,3 +161,21 @@ def test_a_scan_inside_a_loop_keeps_one_warp(rng):
     out = poison((3, 256), np.float32)
     cumsum_in_loop_kernel[(1,)](x, out, 3, BLOCK=256, target="cpu")
     _check(out, x, "cumsum", 1, False)
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize(("op", "dtype", "other"), SCANS[:1] + SCANS[2:3], ids=["cumsum-float32", "cumsum-int32"])
+@pytest.mark.parametrize(("BM", "BN"), [(64, 64), (16, 32), (32, 8)])
+def test_a_scan_along_dim_0_keeps_one_warp(rng, op, dtype, other, BM, BN, reverse):
+    """Warps split a tile by rows: along dim 0 each would hold a row or two of the scan and
+    the exchange would carry all of it, where one warp combines its rows as vectors, each
+    into the next (lowering/scans.py; the core's chain of 4096 scalar adds took LLVM 12 s)."""
+    m, n = BM - 1, BN - 3
+    x = _inputs(rng, op, dtype, (m, n))
+    consts = dict(OP=op, AXIS=0, REVERSE=reverse, OTHER=other, BM=BM, BN=BN)
+    t = TYPES[dtype]
+    ck = kl.compile(scan_kernel, signature=f"*{t},*{t},i32,i32", constexprs=consts, target="cpu")
+    assert warps_of(ck) == 1
+    out = poison((m, n), dtype)
+    scan_kernel[(1,)](x, out, m, n, **consts, target="cpu")
+    _check(out, x, op, 0, reverse)
