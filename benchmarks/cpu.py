@@ -8,6 +8,7 @@ Measures:
   vector add   fp32, 2^24 elements, BLOCK 1024; GB/s counting 3 arrays
   softmax      fp32, 4096 x 1024, one program per row; GB/s counting read + write
   layer norm   fp32 forward, 4096 x 4096, BLOCK 1024; GB/s counting x, y, w, b (mean, rstd)
+  cumsum       fp32, 4096 x 1024 along the rows, one program per row; GB/s counting read + write
   matmul       fp32 (input_precision="ieee"), 1024^3 and 2048^3, 128 x 128 x 128 tiles; GFLOP/s (2MNK)
   compile      the first kl.compile of vector add for the CPU in a fresh process (clean cache)
 
@@ -62,6 +63,15 @@ def matmul_f32(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
         a_ptrs += BK
         b_ptrs += BK * stride_bk
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc)
+
+
+@kl.jit
+def cumsum_rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Each row's prefix sums, a row per program (BLOCK >= n)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + row * n + cols, tl.cumsum(x, axis=0), mask=cols < n)
 
 
 def _median(fn, repeat: int) -> float:
@@ -135,6 +145,28 @@ def softmax(quick: bool):
                 torch=(lambda: torch.softmax(tx, dim=1)) if torch else None,
                 interpreter=lambda: softmax_kernel[(rows,)](out, x, cols, cols, cols, BLOCK_SIZE=1024),
                 interpreter_ok=True)  # fmt: skip
+
+
+def cumsum(quick: bool):
+    rows, cols = (256, 1024) if quick else (4096, 1024)
+    rng = np.random.default_rng()
+    x = rng.standard_normal((rows, cols), dtype=np.float32)
+    out = np.full_like(x, np.nan)
+
+    def cpu():
+        cumsum_rows[(rows,)](x, out, cols, BLOCK=1024, target="cpu")
+
+    def check():
+        x64 = x.astype(np.float64)
+        bound = np.cumsum(np.abs(x64), axis=1) * cols * 2**-24
+        assert np.all(np.abs(out - np.cumsum(x64, axis=1)) <= bound)
+
+    torch = _torch()
+    tx = torch.from_numpy(x) if torch else None
+    return dict(name="cumsum", detail=f"{rows}x{cols} fp32", unit="GB/s", amount=2 * 4 * rows * cols / 1e9,
+                cpu=cpu, check=check, numpy=lambda: np.cumsum(x, axis=1, out=out),
+                torch=(lambda: torch.cumsum(tx, dim=1)) if torch else None,
+                interpreter=lambda: cumsum_rows[(rows,)](x, out, cols, BLOCK=1024), interpreter_ok=True)  # fmt: skip
 
 
 def layer_norm(quick: bool):
@@ -274,7 +306,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (checks every path)")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    cases = [vector_add(args.quick), softmax(args.quick), layer_norm(args.quick),
+    cases = [vector_add(args.quick), softmax(args.quick), layer_norm(args.quick), cumsum(args.quick),
              matmul(1024, args.quick), matmul(2048, args.quick)]  # fmt: skip
     rows = []
     for case in cases:

@@ -3,10 +3,10 @@ pass manager.
 
 ttgir stage, TTIR in, TTGIR with the CPU layout out:
 1. convert_to_ttgpuir        warps of one thread: a kernel whose ops never exchange data
-                             between threads but in reductions at its top level (decided on
+                             between threads but in reductions and scans at its top level (decided on
                              its TTIR ops) gets a warp per 64 elements, in runs along the last
                              dim (the grid loop runs them one after another, in phases between
-                             the barriers of the reductions' exchanges: lowering/phases.py),
+                             the barriers of their exchanges: lowering/phases.py),
                              any other one warp holding every tensor whole (no lanes, no
                              warps); so does one whose passes leave a layout conversion in a
                              loop or branch (the passes run again with one warp).
@@ -82,7 +82,7 @@ def ttgir_passes(num_warps: int = 1) -> list:
 TTGIR_PASSES = ttgir_passes()
 
 # Ops whose lowering never moves data between the threads of a program: a kernel made of
-# these alone (and reductions at its top level) may split its tensors over several warps,
+# these alone (and reductions and scans at its top level) may split its tensors over several warps,
 # which the grid loop runs one after another (grid.py), each holding a slice the host's vector
 # registers can keep.
 _WARP_LOCAL = {
@@ -100,17 +100,27 @@ MAX_WARPS = 64
 
 
 def _warp_local(module: ModuleOp) -> bool:
-    """Whether every op is warp-local or a reduction at the kernel's top level: its exchange
-    among warps ends a phase of the program (lowering/phases.py), which a reduction inside a
-    loop or branch could not."""
+    """Whether every op is warp-local, a reduction at the kernel's top level or a scan there
+    along the last dim: their exchange among warps ends a phase of the program
+    (lowering/phases.py), which one inside a loop or branch could not. A scan along another
+    dim keeps one warp: the warps would split it a row each, so the exchange would carry the
+    whole scan (each warp loading every warp's row of totals: 30x slower on a 64x64 tile than
+    one warp adding its rows as vectors)."""
     for op in module.walk():
         name = op.name
         if name.startswith(("arith.", "math.")) or name in _WARP_LOCAL:
             continue
-        if name == "tt.reduce.return" or (name == "tt.reduce" and op.parent_op().name == "tt.func"):
+        top = op.parent_op().name == "tt.func"
+        if (name == "tt.reduce" and top) or (name == "tt.scan" and top and _along_last_dim(op)):
+            continue
+        if name in ("tt.reduce.return", "tt.scan.return"):
             continue
         return False
     return True
+
+
+def _along_last_dim(scan) -> bool:
+    return scan.axis.value.data == len(scan.srcs[0].type.get_shape()) - 1
 
 
 # What a tensor of lower rank than the kernel's tiles may come from when the tiles are split
@@ -136,7 +146,7 @@ def _lower_ranks_recomputable(module: ModuleOp, rank: int) -> bool:
 
 def _warps_for(module: ModuleOp) -> int:
     """How many warps a program gets: 1, or for a kernel whose ops never exchange data between
-    threads but in reductions at its top level, enough that each holds about
+    threads but in reductions and scans at its top level, enough that each holds about
     ELEMENTS_PER_WARP elements of its largest tensor (runs of up to that many along the last
     dim; a 2-D tile's rows are split among the warps, and a row or column operand is held
     whole by each warp that reads it, as broadcasting needs no exchange)."""

@@ -342,8 +342,10 @@ class Lowering:
         off = self.smem.scratch[op]
         return Interval(off, off + self.smem.scratch_size[op])
 
-    def smem_access(self, iv: Interval, write: bool) -> None:
-        self.barriers.access(iv, write)
+    def smem_access(self, iv: Interval, write: bool, keep: list = ()) -> list:
+        """Record a shared-memory access (a barrier first where it conflicts); returns `keep`,
+        LLVM values the op computed before and uses after the access, as valid after it."""
+        return self.barriers.access(iv, write, keep)
 
     # ---------------------------------------------------------------------- strings
 

@@ -8,7 +8,8 @@ high register bits (repeats of the CTA tile along the axis). The scan follows th
      computed from the lane's axis index, so lanes along other dims or duplicates are fine),
      then each run is offset by the exclusive prefix from the lane before;
   3. across warps, the warps' totals go to shared memory and each thread combines those of
-     the warps before its own;
+     the warps before its own (`across_warps`, which the CPU's vector scan calls too; what the
+     thread scanned before the barrier crosses it as values its access keeps);
   4. the high-register chunks are carried sequentially: chunk h gets the total of chunks < h.
 A reverse scan runs the same steps with every order flipped. Combines always take
 (earlier, later), so non-commutative combine functions scan correctly.
@@ -25,7 +26,10 @@ from kernellab.backends.llvm.types import I32, I8, TV, bitwidth, llty
 from kernellab.ir import tt
 
 
-class _Plan:
+class Plan:
+    """Which register, lane and warp bits of a layout hold the scanned axis, in the order of
+    the steps above (a layout the scan cannot follow is a LoweringError)."""
+
     def __init__(self, lay: Lay, axis: int):
         am = axis_mask(lay, axis)
         shift = lay.dim_shift(axis)
@@ -63,7 +67,7 @@ class _Plan:
 
 def _scan_scratch(ctx, op) -> int:
     lay = ctx.lay(op.srcs[0].type)
-    plan = _Plan(lay, op.axis.value.data)
+    plan = Plan(lay, op.axis.value.data)
     if not plan.warps:
         return 0
     slots = (lay.numel // lay.shape[plan.axis]) << (len(plan.high) + len(plan.warps))
@@ -84,7 +88,7 @@ def _scan(ctx, op):
     reverse = bool(op.reverse.value.data)
     srcs = [ctx.get(v) for v in op.srcs]
     lay = srcs[0].lay
-    plan = _Plan(lay, axis)
+    plan = Plan(lay, axis)
     combine = combiner(ctx, op.combineOp, len(srcs))
     n_ops = len(srcs)
 
@@ -170,68 +174,14 @@ def _scan(ctx, op):
     # 3. across warps
     chunk_total = dict(lane_total)
     if plan.warps:
-        nw = len(plan.warps)
-        W = 1 << nw
-        base_off = ctx.scratch_offset(op)
-        iv = ctx.scratch_interval(op)
-        offsets, off = [], base_off
-        slots = (lay.numel // lay.shape[axis]) << (len(plan.high) + nw)
-        for s_ in srcs:
-            offsets.append(off)
-            off += slots * smem_elem_bytes(s_.elem)
-            off = (off + 15) // 16 * 16
-        w = I32(0)
-        for k, j in enumerate(plan.warps):
-            bit = b.and_(b.lshr(ctx.warp, I32(j)), I32(1))
-            w = b.or_(w, b.shl(bit, I32(k))) if k else bit
-        wrank = b.sub(I32(W - 1), w) if reverse else w
-        tflat = b.and_(ctx.thread_flat(lay), I32(~plan.am & 0xFFFFFFFF))
-        shift = lay.dim_shift(axis)
-        abits = _log2(lay.shape[axis])
-
-        def out_index(o):
-            x = b.xor(tflat, I32(lay.reg_flat[o])) if lay.reg_flat[o] else tflat
-            low = b.and_(x, I32((1 << shift) - 1))
-            high = b.lshr(x, I32(shift + abits))
-            return b.or_(b.shl(high, I32(shift)), low) if shift else high
-
-        def slot_ptr(k, oi, h, wv):
-            idx = b.add(b.mul(b.add(b.mul(oi, I32(n_high)), I32(h)), I32(W)), wv)
-            nbytes = smem_elem_bytes(srcs[k].elem)
-            return ctx.smem_ptr(b.add(I32(offsets[k]), b.mul(idx, I32(nbytes))))
-
-        ctx.smem_access(iv, write=True)
-        oidx = {o: out_index(o) for o in others}
-        for o in others:
-            for h in range(n_high):
-                for k, v in enumerate(lane_total[(o, h)]):
-                    if bitwidth(srcs[k].elem) == 1:
-                        v = b.zext(v, I8)
-                    b.store(v, slot_ptr(k, oidx[o], h, w))
-        ctx.smem_access(iv, write=False)
-
-        def load(k, o, h, wv):
-            elem = srcs[k].elem
-            sty = I8 if bitwidth(elem) == 1 else llty(elem)
-            v = b.load(slot_ptr(k, oidx[o], h, wv), typ=sty)
-            return b.trunc(v, llty(elem)) if sty is not llty(elem) else v
-
-        w_order = list(range(W))[::-1] if reverse else list(range(W))
-        for o in others:
-            for h in range(n_high):
-                totals = [[load(k, o, h, I32(wi)) for k in range(n_ops)] for wi in w_order]
-                # exclusive prefixes by warp rank: prefixes[rk] combines ranks < rk
-                prefixes = [None, totals[0]]
-                for rk in range(2, W + 1):
-                    prefixes.append(combine(prefixes[-1], totals[rk - 1]))
-                mine = prefixes[1]
-                for rk in range(2, W):
-                    mine = _sel(ctx, b.icmp_unsigned("==", wrank, I32(rk)), prefixes[rk], mine)
-                has = b.icmp_unsigned(">", wrank, I32(0))
-                for i in low_order:
-                    r = reg_index(o, h, i)
-                    vals[r] = _sel(ctx, has, combine(mine, vals[r]), vals[r])
-                chunk_total[(o, h)] = prefixes[W]
+        regs = range(lay.nregs)
+        kept, has, mine, chunk_total = across_warps(ctx, op, [s.elem for s in srcs], lane_total, combine,
+                                                    keep=[v for r in regs for v in vals[r]])  # fmt: skip
+        vals = {r: kept[r * n_ops : (r + 1) * n_ops] for r in regs}
+        for (o, h), prefix in mine.items():
+            for i in low_order:
+                r = reg_index(o, h, i)
+                vals[r] = _sel(ctx, has, combine(prefix, vals[r]), vals[r])
 
     # 4. carry across high register chunks
     if n_high > 1:
@@ -248,6 +198,79 @@ def _scan(ctx, op):
 
     for k, res in enumerate(op.result):
         ctx.set(res, TV([vals[r][k] for r in range(lay.nregs)], lay, srcs[k].elem))
+
+
+def across_warps(ctx, op, elems: list, totals: dict, combine, keep: list = ()):
+    """Step 3: each warp's totals along the axis (`totals`: (register off the axis, high
+    chunk) -> one value per operand, of element types `elems`) through the op's scratch, a
+    barrier, and back. Returns (`keep`, values the caller computed before and uses after, as
+    valid after the barrier; i1: whether warps come before this one in scan order; (o, h) ->
+    the combined totals of those warps; (o, h) -> the combined totals of all warps). A target
+    that scans its registers its own way hands its totals in here."""
+    b = ctx.b
+    axis = op.axis.value.data
+    reverse = bool(op.reverse.value.data)
+    lay = ctx.lay(op.srcs[0].type)
+    plan = Plan(lay, axis)
+    n_high = 1 << len(plan.high)
+    W = 1 << len(plan.warps)
+    iv = ctx.scratch_interval(op)
+    offsets, off = [], ctx.scratch_offset(op)
+    slots = (lay.numel // lay.shape[axis]) << (len(plan.high) + len(plan.warps))
+    for elem in elems:
+        offsets.append(off)
+        off += slots * smem_elem_bytes(elem)
+        off = (off + 15) // 16 * 16
+    w = I32(0)
+    for k, j in enumerate(plan.warps):
+        bit = b.and_(b.lshr(ctx.warp, I32(j)), I32(1))
+        w = b.or_(w, b.shl(bit, I32(k))) if k else bit
+    wrank = b.sub(I32(W - 1), w) if reverse else w
+    tflat = b.and_(ctx.thread_flat(lay), I32(~plan.am & 0xFFFFFFFF))
+    shift = lay.dim_shift(axis)
+    abits = _log2(lay.shape[axis])
+    others = sorted({o for o, _ in totals})
+
+    def out_index(o):
+        x = b.xor(tflat, I32(lay.reg_flat[o])) if lay.reg_flat[o] else tflat
+        low = b.and_(x, I32((1 << shift) - 1))
+        high = b.lshr(x, I32(shift + abits))
+        return b.or_(b.shl(high, I32(shift)), low) if shift else high
+
+    def slot_ptr(k, oi, h, wv):
+        idx = b.add(b.mul(b.add(b.mul(oi, I32(n_high)), I32(h)), I32(W)), wv)
+        return ctx.smem_ptr(b.add(I32(offsets[k]), b.mul(idx, I32(smem_elem_bytes(elems[k])))))
+
+    ctx.smem_access(iv, write=True)
+    oidx = {o: out_index(o) for o in others}
+    for (o, h), vals in totals.items():
+        for k, v in enumerate(vals):
+            if bitwidth(elems[k]) == 1:
+                v = b.zext(v, I8)
+            b.store(v, slot_ptr(k, oidx[o], h, w))
+    # the caller's values, this warp's rank and its slots cross the barrier (where a barrier
+    # ends a phase of the kernel function, the CPU's, as copies the next phase reloads)
+    kept = ctx.smem_access(iv, write=False, keep=[wrank, *oidx.values(), *keep])
+    wrank, oidx = kept[0], dict(zip(others, kept[1 : 1 + len(others)]))
+
+    def load(k, o, h, wv):
+        sty = I8 if bitwidth(elems[k]) == 1 else llty(elems[k])
+        v = b.load(slot_ptr(k, oidx[o], h, wv), typ=sty)
+        return b.trunc(v, llty(elems[k])) if sty is not llty(elems[k]) else v
+
+    w_order = list(range(W))[::-1] if reverse else list(range(W))
+    mine, total = {}, {}
+    for o, h in totals:
+        by_rank = [[load(k, o, h, I32(wi)) for k in range(len(elems))] for wi in w_order]
+        # exclusive prefixes by warp rank: prefixes[rk] combines ranks < rk
+        prefixes = [None, by_rank[0]]
+        for rk in range(2, W + 1):
+            prefixes.append(combine(prefixes[-1], by_rank[rk - 1]))
+        mine[(o, h)] = prefixes[1]
+        for rk in range(2, W):
+            mine[(o, h)] = _sel(ctx, b.icmp_unsigned("==", wrank, I32(rk)), prefixes[rk], mine[(o, h)])
+        total[(o, h)] = prefixes[W]
+    return kept[1 + len(others) :], b.icmp_unsigned(">", wrank, I32(0)), mine, total
 
 
 # op class -> fn(ctx, op) emitting its LLVM IR

@@ -15,7 +15,10 @@ Barriers. While emitting code the lowering tells the tracker about every shared-
 (byte interval, read or write). Accesses since the last barrier are pending; a new access that
 overlaps a pending one and where either writes (RAW, WAR, WAW) gets a `bar.sync` first. Loops
 start with their whole body's accesses pending (the previous iteration's), and branches merge
-by union, so a barrier is emitted only where some path needs it.
+by union, so a barrier is emitted only where some path needs it. An access may name LLVM values
+its op computed before it and uses after it (`keep`: a scan's prefixes within a warp); it
+returns them as valid past any barrier it made, which on the CPU, whose barrier ends the kernel
+function's phase, are copies reloaded in the next phase (backends/cpu/lowering/phases.py).
 """
 
 from __future__ import annotations
@@ -175,13 +178,21 @@ class BarrierTracker:
         self.pending: list[tuple[Interval, bool]] = []
         self._emit = emit_barrier
         self.count = 0
+        self.kept: list = []  # the values the access in progress keeps; a barrier may replace them
 
-    def access(self, iv: Interval, write: bool) -> None:
-        for p, w in self.pending:
-            if (w or write) and p.overlaps(iv):
-                self.barrier()
-                break
-        self.pending.append((iv, write))
+    def access(self, iv: Interval, write: bool, keep: list = ()) -> list:
+        """Record the access, with a barrier first if it conflicts with a pending one; returns
+        `keep` as valid after it."""
+        self.kept = list(keep)
+        try:
+            for p, w in self.pending:
+                if (w or write) and p.overlaps(iv):
+                    self.barrier()
+                    break
+            self.pending.append((iv, write))
+            return self.kept
+        finally:
+            self.kept = []
 
     def before_async_write(self, iv: Interval) -> None:
         """An asynchronous copy into `iv` is about to start: the bytes must be free of pending

@@ -101,20 +101,21 @@ def test_a_tile_that_broadcasts_a_loaded_row_keeps_one_warp(rng):
 
 
 @kl.jit
-def cumsum_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
-    offsets = tl.arange(0, BLOCK)
-    tl.store(out_ptr + offsets, tl.cumsum(tl.load(x_ptr + offsets), axis=0))
+def transpose_kernel(x_ptr, out_ptr, B: tl.constexpr):
+    offsets = tl.arange(0, B)[:, None] * B + tl.arange(0, B)[None, :]
+    tl.store(out_ptr + offsets, tl.trans(tl.load(x_ptr + offsets)))
 
 
 def test_a_kernel_whose_threads_exchange_data_keeps_one_warp(rng):
-    """A scan carries every element's prefix into the next warp's: it stays one thread per
-    program (reductions at the kernel's top level split among warps: test_cpu_reduce_warps)."""
-    ck = kl.compile(cumsum_kernel, signature="*fp32,*fp32", constexprs={"BLOCK": 1024}, target="cpu", force=True)
+    """A transpose moves elements between the rows warps would split: it stays one thread per
+    program (reductions and scans at the kernel's top level split among warps, in phases:
+    test_cpu_reduce_warps)."""
+    ck = kl.compile(transpose_kernel, signature="*fp32,*fp32", constexprs={"B": 32}, target="cpu", force=True)
     assert '"ttg.num-warps" = 1 ' in ck.asm["ttgir"]
-    x = rng.standard_normal(1024).astype(np.float32)
-    out = poison(1024, np.float32)
-    cumsum_kernel[(1,)](x, out, BLOCK=1024, target="cpu")
-    np.testing.assert_allclose(out, np.cumsum(x.astype(np.float64)), rtol=0, atol=1024 * 2**-23 * np.abs(x).sum())
+    x = rng.standard_normal((32, 32)).astype(np.float32)
+    out = poison((32, 32), np.float32)
+    transpose_kernel[(1,)](x, out, B=32, target="cpu")
+    np.testing.assert_array_equal(out, x.T)
 
 
 def test_softmax_on_one_thread_and_on_every_core_agree_with_float64(rng):

@@ -15,11 +15,11 @@ from kernellab.examples import layer_norm_kernel, softmax_kernel, softmax_refere
 from tests.language.test_reductions import reduce_kernel  # the same kernel, split among warps here
 
 
-def _warps(ck) -> int:
+def warps_of(ck) -> int:
     return int(re.search(r'"ttg.num-warps" = (\d+)', ck.asm["ttgir"]).group(1))
 
 
-def _phases(ck) -> int:
+def phases_of(ck) -> int:
     m = re.search(r"\.phases\" = internal constant i32 (\d+)", ck.asm["llir"])
     return int(m.group(1)) if m else 1
 
@@ -39,7 +39,7 @@ def test_a_reduction_split_among_warps_matches_numpy(rng, op, BM, BN, axis, acro
         x[m // 2, :] = x[0, :] = np.abs(x).max() + 1 if axis == 0 else x[m // 2, :]
     consts = dict(OP=op, AXIS=axis, OTHER=NEUTRAL[op], BM=BM, BN=BN)
     ck = kl.compile(reduce_kernel, signature="*fp32,*fp32,i32,i32", constexprs=consts, target="cpu")
-    assert _warps(ck) == BM * BN // 64 and _phases(ck) >= 2
+    assert warps_of(ck) == BM * BN // 64 and phases_of(ck) >= 2
     out = poison(n if axis == 0 else m, np.int32 if op == "argmax" else np.float32)
     reduce_kernel[(1,)](x, out, m, n, **consts, target="cpu")
     if op == "argmax":
@@ -76,7 +76,7 @@ def test_softmax_rows_keep_their_tile_and_maxima_across_the_exchanges(rng, BM, B
     out, row_max, total = poison((m, n), np.float32), poison(m, np.float32), poison(m, np.float32)
     ck = kl.compile(softmax_rows_kernel, signature="*fp32,*fp32,*fp32,*fp32,i32,i32",
                     constexprs=dict(BM=BM, BN=BN), target="cpu")  # fmt: skip
-    assert _warps(ck) == BM * BN // 64
+    assert warps_of(ck) == BM * BN // 64
     softmax_rows_kernel[(kl.cdiv(m, BM),)](x, out, row_max, total, m, n, BM=BM, BN=BN, target="cpu")
     np.testing.assert_array_equal(row_max, x.max(axis=1))
     e = np.exp(f64(x) - f64(x).max(axis=1, keepdims=True))
@@ -89,7 +89,7 @@ def test_softmax_splits_its_row_among_warps(rng):
     scratch free again, the sum's exchange)."""
     ck = kl.compile(softmax_kernel, signature="*fp32,*fp32,i32,i32,i32", constexprs={"BLOCK_SIZE": 1024},
                     target="cpu")  # fmt: skip
-    assert _warps(ck) == 16 and _phases(ck) == 4
+    assert warps_of(ck) == 16 and phases_of(ck) == 4
     x = rng.standard_normal((64, 1000)).astype(np.float32)
     out = poison(x.shape, np.float32)
     softmax_kernel[(64,)](out, x, 1000, 1000, 1000, BLOCK_SIZE=1024, target="cpu")
@@ -139,7 +139,7 @@ def test_reductions_of_reductions_across_warps(rng, BM, BN):
     x = random_array(rng, (BM, BN), np.float32)
     out = poison(3, np.float32)
     ck = kl.compile(reduce_reduced_kernel, signature="*fp32,*fp32", constexprs=dict(BM=BM, BN=BN), target="cpu")
-    assert _warps(ck) == BM * BN // 64
+    assert warps_of(ck) == BM * BN // 64
     reduce_reduced_kernel[(1,)](x, out, BM=BM, BN=BN, target="cpu")
     x64 = f64(x)
     bound = np.abs(x64).sum() * BM * BN * 2**-24
@@ -159,7 +159,7 @@ def test_a_reduction_result_used_in_a_loop_keeps_one_warp(rng):
     phases: the passes run again with one warp."""
     ck = kl.compile(loop_after_sum_kernel, signature="*fp32,*fp32,i32", constexprs=dict(BM=4, BN=128),
                     target="cpu")  # fmt: skip
-    assert _warps(ck) == 1
+    assert warps_of(ck) == 1
     x = random_array(rng, (4, 128), np.float32)
     out = poison((3, 4), np.float32)
     loop_after_sum_kernel[(1,)](x, out, 3, BM=4, BN=128, target="cpu")
@@ -177,7 +177,7 @@ def test_an_exchange_among_warps_inside_a_loop_is_a_lowering_error():
     """A reduction in a loop keeps one warp; TTGIR that splits it among warps anyway is refused
     with a message, never run wrong (a phase cannot end inside a loop)."""
     ck = kl.compile(sum_in_loop_kernel, signature="*fp32,*fp32,i32", constexprs={"BLOCK": 256}, target="cpu")
-    assert _warps(ck) == 1
+    assert warps_of(ck) == 1
     two = ck.asm["ttgir"].replace('"ttg.num-warps" = 1', '"ttg.num-warps" = 2').replace("warpsPerCTA = [1]", "warpsPerCTA = [2]")
     with pytest.raises(LoweringError, match="inside a loop or branch"):
         kl.compile(two, target="cpu", force=True)

@@ -85,3 +85,34 @@ def test_pair_swaps_without_a_comparison_keep_the_op_by_op_lowering(rng, tmp_pat
     out = poison(x.shape, x.dtype)
     ck[(1,)](x, out)
     np.testing.assert_array_equal(out, np.flip(x, 1))
+
+
+@kl.jit
+def sort_columns(x_ptr, out_ptr, m, M: tl.constexpr, N: tl.constexpr, OTHER: tl.constexpr):
+    rows = tl.arange(0, M)[:, None]
+    offs = rows * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs, mask=rows < m, other=OTHER)
+    tl.store(out_ptr + offs, tl.sort(x, dim=0), mask=rows < m)
+
+
+@pytest.mark.parametrize(("sig", "dtype", "other"), [("*fp32,*fp32", np.float32, float("inf")),
+                                                     ("*i16,*i16", np.int16, 32767)], ids=["f32", "i16"])  # fmt: skip
+def test_a_sort_along_dim_0_of_short_rows_loads_and_stores_its_runs_in_loops(rng, tmp_path, monkeypatch, sig,
+                                                                            dtype, other):  # fmt: skip
+    """1024 rows of two are 1024 runs of consecutive addresses: each access is an LLVM loop over
+    them (as straight-line code, LLVM's code generator took seconds on them). The masked rows
+    load the largest value, so they sort last, and are not stored."""
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path))
+    ck = kl.compile(sort_columns, signature=f"{sig},i32", constexprs={"M": 1024, "N": 2, "OTHER": other},
+                    target="cpu")  # fmt: skip
+    assert "load.runs" in ck.asm["llir"] and "store.runs" in ck.asm["llir"]
+    m = 1000
+    if dtype == np.float32:
+        x = rng.standard_normal((1024, 2)).astype(dtype)
+    else:
+        x = rng.integers(-30000, 30000, (1024, 2)).astype(dtype)
+    x[m:] = np.iinfo(dtype).min if dtype != np.float32 else -np.inf  # would sort first if loaded
+    out = poison((1024, 2), dtype)
+    ck[(1,)](x, out, m)
+    np.testing.assert_array_equal(out[:m], np.sort(x[:m], axis=0))
+    np.testing.assert_array_equal(out[m:], poison((1024 - m, 2), dtype))

@@ -2,7 +2,7 @@
 CPU target (target.py: warps of one thread holding their part of each tensor, LLVM vector memory
 accesses and atomics), the grid loop the launcher calls (grid.py), printf and the status
 record for device_print/device_assert (debug.py, checks.py), and tl.dot as register-tiled
-vector FMAs (dot.py), tt.gather as a loop of loads from the scratch (gather.py), the
+vector FMAs (dot.py), tt.scan as vector steps (scans.py), tt.gather as a loop of loads from the scratch (gather.py), the
 compare-exchange columns of tl.sort and tl.topk as loops over vector registers (bitonic.py).
 
 `make_llir(module, options) -> (llir_text, metadata)`.
@@ -20,6 +20,7 @@ from kernellab.backends.cpu.lowering import (
     gather,
     phases,
     reductions,
+    scans,
     shapes,
     vector_rules,
 )
@@ -27,9 +28,9 @@ from kernellab.backends.cpu.lowering.target import CpuTarget
 from kernellab.backends.llvm import CORE_RULES, CORE_SCRATCH, Lowering, LoweringError
 from kernellab.ir import tt, ttg
 
-_OWN = {**debug.RULES, **reductions.rules(), **dot.rules(), **shapes.rules(), **gather.rules(), **bitonic.rules()}
+_OWN = {**debug.RULES, **reductions.rules(), **scans.rules(), **dot.rules(), **shapes.rules(), **gather.rules(), **bitonic.rules()}
 # ops whose exchange among warps through the scratch may end a phase of the program (phases.py)
-_PHASED = (tt.ReduceOp, ttg.ConvertLayoutOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)
+_PHASED = (tt.ReduceOp, tt.ScanOp, ttg.ConvertLayoutOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)
 
 
 def _with_phases(rules: dict) -> dict:

@@ -14,10 +14,12 @@ for every warp, and so on. At a barrier the lowering
 3. loads those values back there and rebinds them, so everything after sees this phase's
    copies.
 
-Only reductions along an axis split among warps and layout conversions meet at a barrier
-(pipeline.py gives warps to no other exchanging kernel), and only at two points of their
-lowering that keep no LLVM value of their own across it (`phased`): before the op computes
-anything (its operands are saved too), and between its stores to the scratch and its loads.
+Only reductions and scans along an axis split among warps and layout conversions meet at a
+barrier (pipeline.py gives warps to no other exchanging kernel), and only at two points of
+their lowering (`phased`): before the op computes anything (its operands are saved too), and
+between its stores to the scratch and its loads, where the op keeps no LLVM value of its own
+across but those its access names (`keep`: a scan's scanned part, its slots) and gets back
+reloaded.
 Both must be at the kernel's top level: a barrier in a loop or a branch would need the
 loop's state carried between phases.
 """
@@ -58,11 +60,11 @@ class _Phases:
 
 def phased(rule):
     """`rule` for an op that may exchange data among warps through its scratch (a reduction, a
-    layout conversion): with several warps, a barrier may end a phase before the op computes
-    anything (its scratch still pending from an earlier exchange; its operands are kept for
-    the next phase), and between its stores to the scratch and its loads (after which it reads
-    only the scratch, and no LLVM value of its own crosses: what the core's reduce.across_warps
-    and remap.through_smem do)."""
+    scan, a layout conversion): with several warps, a barrier may end a phase before the op
+    computes anything (its scratch still pending from an earlier exchange; its operands are kept
+    for the next phase), and between its stores to the scratch and its loads (after which it
+    reads only the scratch and the values its access keeps: what the core's
+    reduce.across_warps, scan.across_warps and remap.through_smem do)."""
 
     def lower(ctx, op):
         if ctx.num_warps == 1 or not ctx.smem.scratch_size.get(op):  # no scratch, no exchange
@@ -88,8 +90,8 @@ def split(ctx) -> None:
     if st.allowed is not op or op is None:
         where = f" in {op.name}" if op is not None else ""
         raise LoweringError(
-            f"a barrier among the {ctx.num_warps} warps of a CPU program{where}: only reductions "
-            "and layout conversions may exchange data among warps (the CPU pipeline should have "
+            f"a barrier among the {ctx.num_warps} warps of a CPU program{where}: only reductions, "
+            "scans and layout conversions may exchange data among warps (the CPU pipeline should have "
             "kept one warp)"
         )
     body = ctx.func_op.body.block
@@ -102,7 +104,7 @@ def split(ctx) -> None:
     recompute, kept = _plan(_live(body, op, st.keep_operands), ctx.smem.scratch_size)
     entry = ctx.fn.entry_basic_block
     b = ctx.b
-    saves = []  # (ssa value, llvm value): a tensor as one vector, so its slot is one store
+    saves = []  # (ssa value or index in `own`, llvm value): a tensor as one vector, so its slot is one store
     for v in kept:
         x = ctx.get(v)
         if isinstance(x, TV) and not isinstance(x, VTV) and x.lay.nregs > 1:
@@ -113,6 +115,8 @@ def split(ctx) -> None:
         val = x.carried()[0] if isinstance(x, TV) else x
         if isinstance(val, ir.Instruction) and val.parent is not entry:
             saves.append((v, val))
+    own = ctx.barriers.kept  # LLVM values of the op itself (its access's `keep`), saved as they are
+    saves += [(i, val) for i, val in enumerate(own) if isinstance(val, ir.Instruction) and val.parent is not entry]
     target_data = host_machine().target_data
     offsets, size = [], 0
     for _, val in saves:
@@ -140,10 +144,15 @@ def split(ctx) -> None:
     b.position_at_end(block)
     ctx.mod.globals[phase_count_name(ctx.fn.name)].initializer = I32(phase + 1)
 
+    reloaded = list(own)
     for (v, val), ptr in zip(saves, slots() if saves else []):
         new = b.load(ptr, typ=val.type, align=_align(val, target_data))
+        if isinstance(v, int):
+            reloaded[v] = new
+            continue
         x = ctx.get(v)
         ctx.set(v, x.rebuilt([new]) if isinstance(x, TV) else new)
+    ctx.barriers.kept = reloaded
     for o in body.ops:
         if o in recompute:
             ctx.lower_op(o)

@@ -23,14 +23,17 @@ from kernellab.ir import arith, tt
 _NAMES = {cls: name for name, cls in arith.BINARY_OPS.items() if name in VECTOR_BINARY}
 
 
-def _single_binary(op) -> str | None:
-    """The arith op name when the combine region is `yield op(arg0, arg1)`."""
+def single_binary(op, in_order: bool = False) -> str | None:
+    """The arith op name when the combine region of `op` (a reduction or a scan) is
+    `yield op(arg0, arg1)` (or `op(arg1, arg0)`, unless `in_order`: a scan combines the
+    earlier element first)."""
     ops = list(op.combineOp.block.ops)
     if len(ops) != 2 or type(ops[0]) not in _NAMES:
         return None
     binary, term = ops
-    args = set(op.combineOp.block.args)
-    if set(binary.operands) != args or len(args) != 2 or list(term.operands) != [binary.results[0]]:
+    args = list(op.combineOp.block.args)
+    same = list(binary.operands) == args if in_order else set(binary.operands) == set(args)
+    if not same or len(set(args)) != 2 or list(term.operands) != [binary.results[0]]:
         return None
     return _NAMES[type(binary)]
 
@@ -39,7 +42,7 @@ def _accepts(op) -> bool:
     """One operand, a one-op combine region, and a layout whose registers are distinct
     elements (each register basis one bit of the flat index; no lanes on a CPU, and each
     warp basis one bit too, on the axis or off it)."""
-    if len(op.srcs) != 1 or _single_binary(op) is None:
+    if len(op.srcs) != 1 or single_binary(op) is None:
         return False
     t = op.srcs[0].type
     if not takes_vectors(t) or (isinstance(t.element_type, IntegerType) and t.element_type.width.data == 1):
@@ -56,7 +59,7 @@ def _across_warps(lay, axis: int) -> bool:
 def _halve(ctx, op, lay, am):
     """The operand's registers combined along the axis: (vector, the register each lane
     stands for), one lane per group of registers equal off the axis."""
-    name = _single_binary(op)
+    name = single_binary(op)
     vec = as_vector(ctx, ctx.get(op.srcs[0]), lay)
     current = list(range(lay.nregs))  # the register each lane holds
     for bit in reversed([i for i, basis in enumerate(lay.reg) if basis & am]):
@@ -103,4 +106,4 @@ def rules() -> dict:
     return {tt.ReduceOp: lower}
 
 
-__all__ = ["rules"]
+__all__ = ["rules", "single_binary"]

@@ -6,7 +6,7 @@ and LLVM's own intrinsics where a GPU has an approximate instruction.
 The kernel function takes its program ids, the grid size, a scratch buffer (the program's
 "shared memory"), a launch status record, its warp and its phase as hidden parameters after
 its own arguments (a program has several warps only when they exchange data at most in
-reductions, which a barrier splits into phases run for every warp in turn: phases.py);
+reductions and scans, which a barrier splits into phases run for every warp in turn: phases.py);
 `grid.define_grid_loop` wraps it in the function the launcher calls, a loop over a range of
 program ids. Accesses under `debug=True` are bounds-checked (`checks.py`).
 """

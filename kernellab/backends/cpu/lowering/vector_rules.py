@@ -6,7 +6,8 @@ Memory: a run of registers on consecutive addresses (the layout's leading regist
 along the pointers' contiguous dim; AxisInfo says how far) is one `llvm.masked.load`/`store`
 with a mask per element, so a masked tail costs nothing extra; anything else is one
 `llvm.masked.gather`/`scatter`. LLVM splits the vectors into the host's registers (AVX-512,
-AVX2, NEON).
+AVX2, NEON). More than MAX_UNROLLED_RUNS runs (short rows of a tall one-warp tile) are an
+LLVM loop over the runs, reading the pointers, mask and values from stack slots.
 
 Each rule falls back to the core's per-register rule where its case is not the plain one
 (scalars, duplicated registers, fp8/bf16 arithmetic, bounds checks under debug=True), so every
@@ -22,6 +23,7 @@ from xdsl.dialects.builtin import TensorType
 from kernellab.backends.cpu.lowering.vector_math import exp2_f32, log2_f32
 from kernellab.backends.cpu.lowering.vectors import VTV, as_vector, concat, constant_vector, lanes, splat, undefined, vector_type
 from kernellab.backends.llvm import elementwise, memory
+from kernellab.backends.llvm.dot import counted_loop
 from kernellab.backends.llvm.portable import vector_name
 from kernellab.backends.llvm.elementwise import LN2, LOG2E, const_value
 from kernellab.backends.llvm.types import F32, F64, I1, I32, I8, llty, mem_llty
@@ -413,6 +415,27 @@ def _to_memory(ctx, vec, ety):
     return ctx.b.zext(vec, vector_type(I8, vec.type.count)) if ety == I1 else vec
 
 
+MAX_UNROLLED_RUNS = 256
+"""Runs of consecutive addresses an access makes one intrinsic call each, in straight-line
+code; past this, a loop over the runs (a 1024x2 tile sorted along dim 0 is 1024 runs of two,
+whose straight-line loads and stores took LLVM's x86 code generator seconds)."""
+
+
+def _stack(ctx, vec):
+    """A stack slot (allocated once in the prologue) holding `vec`, i1 lanes as i8."""
+    if vec.type.element == I1:
+        vec = ctx.b.zext(vec, vector_type(I8, vec.type.count))
+    slot = ctx.pro.alloca(vec.type)
+    ctx.b.store(vec, slot)
+    return slot
+
+
+def _run_at(ctx, slot, r0, run: int):
+    """The `<run x T>` at lane r0 of a stack slot of `<n x T>`."""
+    elem = slot.type.pointee.element
+    return ctx.b.bitcast(ctx.b.gep(slot, [r0], source_etype=elem), vector_type(elem, run).as_pointer())
+
+
 def _load(ctx, op):
     t = op.result.type
     lay = ctx.lay(t)
@@ -432,7 +455,7 @@ def _load(ctx, op):
         fn = ctx.intrinsic(f"llvm.masked.gather.{vector_name(vty)}.v{n}p1", vty,
                            [ptrs.type, I32, mask.type, vty])  # fmt: skip
         v = b.call(fn, [ptrs, align, mask, other])
-    else:
+    elif n // run <= MAX_UNROLLED_RUNS:
         rty = vector_type(mty, run)
         fn = ctx.intrinsic(f"llvm.masked.load.{vector_name(rty)}.p1", rty,
                            [ptrs.type.element, I32, vector_type(I1, run), rty])  # fmt: skip
@@ -441,9 +464,36 @@ def _load(ctx, op):
             base = b.extract_element(ptrs, I32(r0))
             parts.append(b.call(fn, [base, align, lanes(ctx, mask, r0, run), lanes(ctx, other, r0, run)]))
         v = concat(ctx, parts)
+    else:
+        v = _loop_of_loads(ctx, ptrs, mask, other, run, align)
     if ety == I1:
         v = b.icmp_unsigned("!=", v, ir.Constant(v.type, [I8(0)] * n))
     _result(ctx, op, v)
+
+
+def _loop_of_loads(ctx, ptrs, mask, other, run: int, align):
+    """The load of many short runs as an LLVM loop over stack slots: each iteration one
+    run's pointer, mask and default values in, its masked load out."""
+    b = ctx.b
+    n, mty = ptrs.type.count, other.type.element
+    rty = vector_type(mty, run)
+    fn = ctx.intrinsic(f"llvm.masked.load.{vector_name(rty)}.p1", rty,
+                       [ptrs.type.element, I32, vector_type(I1, run), rty])  # fmt: skip
+    ptr_slot, mask_slot, out = (_stack(ctx, v) for v in (ptrs, mask, other))
+
+    def body(_, r0):
+        base = b.load(b.gep(ptr_slot, [r0], source_etype=ptrs.type.element), typ=ptrs.type.element)
+        bits = b.load(_run_at(ctx, mask_slot, r0, run), typ=vector_type(I8, run))
+        bits.align = 1
+        slot = _run_at(ctx, out, r0, run)
+        default = b.load(slot, typ=rty)
+        default.align = _elem_bytes(mty)
+        on = b.icmp_unsigned("!=", bits, ir.Constant(bits.type, [I8(0)] * run))
+        b.store(b.call(fn, [base, align, on, default]), slot).align = _elem_bytes(mty)
+        return []
+
+    counted_loop(ctx, [], n, run, body, name="load.runs")
+    return b.load(out, typ=vector_type(mty, n), align=_elem_bytes(mty))
 
 
 def _store(ctx, op):
@@ -468,9 +518,24 @@ def _store(ctx, op):
     rty = vector_type(mty, run)
     fn = ctx.intrinsic(f"llvm.masked.store.{vector_name(rty)}.p1", ir.VoidType(),
                        [rty, ptrs.type.element, I32, vector_type(I1, run)])  # fmt: skip
-    for r0 in range(0, n, run):
-        base = b.extract_element(ptrs, I32(r0))
-        b.call(fn, [lanes(ctx, values, r0, run), base, align, lanes(ctx, mask, r0, run)])
+    if n // run <= MAX_UNROLLED_RUNS:
+        for r0 in range(0, n, run):
+            base = b.extract_element(ptrs, I32(r0))
+            b.call(fn, [lanes(ctx, values, r0, run), base, align, lanes(ctx, mask, r0, run)])
+        return
+    # many short runs: an LLVM loop over stack slots, one run's masked store an iteration
+    ptr_slot, mask_slot, value_slot = (_stack(ctx, v) for v in (ptrs, mask, values))
+
+    def body(_, r0):
+        base = b.load(b.gep(ptr_slot, [r0], source_etype=ptrs.type.element), typ=ptrs.type.element)
+        bits = b.load(_run_at(ctx, mask_slot, r0, run), typ=vector_type(I8, run))
+        bits.align = 1
+        part = b.load(_run_at(ctx, value_slot, r0, run), typ=rty)
+        part.align = _elem_bytes(mty)
+        b.call(fn, [part, base, align, b.icmp_unsigned("!=", bits, ir.Constant(bits.type, [I8(0)] * run))])
+        return []
+
+    counted_loop(ctx, [], n, run, body, name="store.runs")
 
 
 def rules(debug: bool) -> dict:
