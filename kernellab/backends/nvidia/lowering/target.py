@@ -59,6 +59,14 @@ class NvidiaTarget:
     def barrier(self, ctx) -> None:
         ctx.call("llvm.nvvm.barrier0", VOID, [])
 
+    @property
+    def matrix_stores(self) -> bool:
+        return self.arch >= 90  # stmatrix is sm_90's
+
+    def store_matrices(self, ctx, ptr, words: list) -> None:
+        text = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};"
+        ctx.asm(VOID, text, "r,r,r,r,r", [ctx.b.ptrtoint(ptr, I32), *words], side_effect=True)
+
     def shuffle_i32(self, ctx, value, lane, kind: str):
         clamp = I32(0) if kind == "up" else I32(31)
         return ctx.call(f"llvm.nvvm.shfl.sync.{kind}.i32", I32, [I32(-1), value, lane, clamp])
