@@ -82,12 +82,27 @@ def through_smem(ctx, src: TV, want: Lay, staging: LinearLayout, rows: Lay | Non
     iv = ctx.scratch_interval(op)
     nbytes = smem_elem_bytes(src.elem)
 
+    def offset_of(lay: Lay):
+        """Byte offset of register r: the thread part XOR the constant's bits it may touch
+        (one XOR per distinct such part), plus the rest of the constant (an immediate)."""
+        thread, xored = ctx.thread_flat(lay), {}
+
+        def offset(r):
+            constant = lay.reg_flat[r]
+            overlap = constant & lay.thread_bits
+            if overlap not in xored:
+                xored[overlap] = b.xor(thread, I32(overlap)) if overlap else thread
+            index = b.add(xored[overlap], I32(constant ^ overlap))
+            return b.add(I32(base), b.mul(index, I32(nbytes)))
+
+        return offset
+
     def ptr_of(lay: Lay):
-        return lambda r: ctx.smem_ptr(b.add(I32(base), b.mul(ctx.flat_index(lay, r), I32(nbytes))))
+        return lambda r: ctx.smem_ptr(offset_of(lay)(r))
 
     ctx.smem_access(iv, write=True)
     if rows is not None and base % 16 == 0:
-        _store_matrices(ctx, src, staged(rows, staging), ptr_of)
+        _store_matrices(ctx, src, staged(rows, staging), offset_of)
     else:
         source = staged(src.lay, staging)
         store_run = aligned_run(source.contiguous_run(0, max_run(src.elem)), base, src.elem)
@@ -98,7 +113,7 @@ def through_smem(ctx, src: TV, want: Lay, staging: LinearLayout, rows: Lay | Non
     return load_runs(ctx, want, src.elem, load_run, ptr_of(target))
 
 
-def _store_matrices(ctx, src: TV, rows: Lay, ptr_of) -> None:
+def _store_matrices(ctx, src: TV, rows: Lay, offset_of) -> None:
     """One stmatrix.x4 per register of `rows`: lane 8j+i gives row i of matrix j; source
     registers 8k + 2j, 8k + 2j + 1 (k the rows register) are this lane's pair of matrix j."""
     b = ctx.b
@@ -110,7 +125,7 @@ def _store_matrices(ctx, src: TV, rows: Lay, ptr_of) -> None:
             for h in range(2):
                 vec = b.insert_element(vec, src.regs[8 * k + 2 * j + h], I32(h))
             words.append(b.bitcast(vec, I32))
-        ctx.target.store_matrices(ctx, ptr_of(rows)(k), words)
+        ctx.target.store_matrices(ctx, offset_of(rows)(k), words)
 
 
 __all__ = ["pull_back", "through_smem", "staged", "padded_elems", "smem_elem_bytes"]

@@ -58,10 +58,11 @@ class Target(Protocol):
         """i32 `value` as held by lane `lane` ("idx"), lane `this ^ lane` ("bfly"), or
         `this ∓ lane` ("up"/"down") of this warp."""
 
-    def store_matrices(self, ctx, ptr, words: list) -> None:
-        """This warp's four 8x8 matrices of 16-bit elements to shared memory: `ptr` is the
-        address of row i of matrix j for lane 8j+i, `words` (four i32) are this lane's pair of
-        each matrix (row lane/4, columns 2(lane%4) and 2(lane%4)+1): stmatrix.x4."""
+    def store_matrices(self, ctx, offset, words: list) -> None:
+        """This warp's four 8x8 matrices of 16-bit elements to shared memory: `offset` (i32) is
+        the byte offset in the program's shared memory of row i of matrix j for lane 8j+i,
+        `words` (four i32) are this lane's pair of each matrix (row lane/4, columns 2(lane%4)
+        and 2(lane%4)+1): stmatrix.x4."""
 
     # -- global memory ------------------------------------------------------------------------
 

@@ -63,9 +63,12 @@ class NvidiaTarget:
     def matrix_stores(self) -> bool:
         return self.arch >= 90  # stmatrix is sm_90's
 
-    def store_matrices(self, ctx, ptr, words: list) -> None:
+    def store_matrices(self, ctx, offset, words: list) -> None:
+        # a 32-bit shared address (the array's own plus the offset), so that ptxas folds the
+        # constant parts of the offsets into the instructions
+        base = ctx.once(("smem", "u32"), lambda: ctx.pro.ptrtoint(ctx.smem_base, I32))
         text = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};"
-        ctx.asm(VOID, text, "r,r,r,r,r", [ctx.b.ptrtoint(ptr, I32), *words], side_effect=True)
+        ctx.asm(VOID, text, "r,r,r,r,r", [ctx.b.add(base, offset), *words], side_effect=True)
 
     def shuffle_i32(self, ctx, value, lane, kind: str):
         clamp = I32(0) if kind == "up" else I32(31)
