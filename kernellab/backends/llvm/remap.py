@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from kernellab.backends.llvm.addressing import element_address
 from kernellab.backends.llvm.layout import Lay, _log2, coords_of, derived
 from kernellab.backends.llvm.smem_vectors import (
     aligned_run,
@@ -33,7 +34,7 @@ from kernellab.backends.llvm.smem_vectors import (
     smem_elem_bytes,
     store_runs,
 )
-from kernellab.backends.llvm.types import I32, TV, llty
+from kernellab.backends.llvm.types import I8, I32, TV, llty
 from kernellab.layouts import LinearLayout
 
 
@@ -97,8 +98,11 @@ def through_smem(ctx, src: TV, want: Lay, staging: LinearLayout, rows: Lay | Non
 
         return offset
 
+    made: dict = {}  # one shared base per distinct variable part, constants as immediates
+
     def ptr_of(lay: Lay):
-        return lambda r: ctx.smem_ptr(offset_of(lay)(r))
+        offset = offset_of(lay)
+        return lambda r: element_address(b, ctx.smem_base, offset(r), I8, made)
 
     ctx.smem_access(iv, write=True)
     if rows is not None and base % 16 == 0:
