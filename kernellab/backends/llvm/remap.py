@@ -98,10 +98,10 @@ def through_smem(ctx, src: TV, want: Lay, staging: LinearLayout, rows: Lay | Non
 
         return offset
 
-    made: dict = {}  # one shared base per distinct variable part, constants as immediates
-
     def ptr_of(lay: Lay):
-        offset = offset_of(lay)
+        """Shared pointer of register r: one base per distinct variable part, the constants as
+        immediates (each side its own: the barrier between them may end a CPU phase)."""
+        offset, made = offset_of(lay), {}
         return lambda r: element_address(b, ctx.smem_base, offset(r), I8, made)
 
     ctx.smem_access(iv, write=True)
@@ -122,6 +122,7 @@ def _store_matrices(ctx, src: TV, rows: Lay, offset_of) -> None:
     registers 8k + 2j, 8k + 2j + 1 (k the rows register) are this lane's pair of matrix j."""
     b = ctx.b
     pair = ir.VectorType(llty(src.elem), 2)
+    offset = offset_of(rows)
     for k in rows.canonical_regs:
         words = []
         for j in range(4):
@@ -129,7 +130,7 @@ def _store_matrices(ctx, src: TV, rows: Lay, offset_of) -> None:
             for h in range(2):
                 vec = b.insert_element(vec, src.regs[8 * k + 2 * j + h], I32(h))
             words.append(b.bitcast(vec, I32))
-        ctx.target.store_matrices(ctx, offset_of(rows)(k), words)
+        ctx.target.store_matrices(ctx, offset(k), words)
 
 
 __all__ = ["pull_back", "through_smem", "staged", "padded_elems", "smem_elem_bytes"]
