@@ -10,7 +10,7 @@ from kernellab.layouts.blocked import blocked, slice_layout
 from kernellab.layouts.conversion import ConversionPlan, conversion_plan
 from kernellab.layouts.dot_operand import dot_operand
 from kernellab.layouts.encodings import from_encoding, to_named
-from kernellab.layouts.ldmatrix import ldmatrix_access, ldmatrix_rows
+from kernellab.layouts.ldmatrix import ldmatrix_access, ldmatrix_rows, stmatrix_access, stmatrix_rows
 from kernellab.layouts.linear import HARDWARE_DIMS, LinearLayout, standard_dims
 from kernellab.layouts.mma import nvidia_mma_v2, nvidia_mma_v3
 from kernellab.layouts.named import Blocked, DotOperand, NvidiaMma, NvmmaShared, Slice, SwizzledShared
@@ -56,6 +56,8 @@ __all__ = [
     "nvidia_mma_v2",
     "nvidia_mma_v3",
     "slice_layout",
+    "stmatrix_access",
+    "stmatrix_rows",
     "standard_dims",
     "swizzled_shared",
     "nvmma_shared",

@@ -1,6 +1,7 @@
-"""ldmatrix: which shared-memory rows each lane addresses when a warp loads a 16-bit MMA dot
-operand (2-D, or batched 3-D: the same rows within each batch element) with
-ldmatrix.sync.aligned.m8n8.x4 (PTX ISA), as layouts.
+"""ldmatrix and stmatrix: which shared-memory rows each lane addresses when a warp loads a
+16-bit MMA dot operand with ldmatrix.sync.aligned.m8n8.x4, or stores a 16-bit MMA accumulator
+with stmatrix.sync.aligned.m8n8.x4 (PTX ISA; 2-D, or batched 3-D: the same rows within each
+batch element), as layouts.
 
 ldmatrix.x4 loads four 8x8 matrices of 16-bit elements: lane 8j+i gives the address of row i
 of matrix j (8 elements, 16 contiguous bytes), and register j of lane t receives elements
@@ -13,9 +14,15 @@ transposed (.trans). The lanes' row addresses form a distributed layout: lanes =
 row-select bases then 2 matrix-select bases, registers = the operand's register bits above the
 four matrices (one ldmatrix.x4 each), warps as the operand's.
 
+stmatrix.x4 (sm_90) is the same exchange the other way: register j of lane t gives elements
+2(t%4), 2(t%4)+1 of row t/4 of matrix j, lane 8j+i addresses row i of matrix j. An MMA v2 or
+v3 accumulator of 16-bit elements (the epilogue's `acc.to(f16)`) has exactly a non-transposed
+operand's fragment (register bit 0 and lane bits 0-1 along N, lane bits 2-4 along M, register
+bits 1-2 the next 8 rows and columns), so stmatrix_rows is ldmatrix_rows along the last dim.
+
 The same rows, with the 8 elements of each row as registers, are the access pattern the
-shared layout of the operand's buffer is chosen for (best_swizzle): one rule for the layout
-the lowering reads and the swizzle the compiler picks.
+shared layout of the operand's buffer (or a conversion's staging buffer) is chosen for
+(best_swizzle): one rule for the layout the lowering reads and the swizzle the compiler picks.
 """
 
 from __future__ import annotations
@@ -70,6 +77,20 @@ def ldmatrix_access(operand: LinearLayout, op_idx: int, contiguous_dim: int) -> 
         operand.out_shape,
         operand.out_dims,
     )
+
+
+def stmatrix_rows(fragment: LinearLayout) -> LinearLayout | None:
+    """The row-address layout for storing the 16-bit `fragment` (an MMA accumulator, or any
+    layout with its register/lane structure) with stmatrix.x4 into a buffer whose last dim is
+    contiguous, or None when stmatrix.x4 cannot store it."""
+    found = ldmatrix_rows(fragment, 0, len(fragment.out_shape) - 1)
+    return None if found is None else found[0]
+
+
+def stmatrix_access(fragment: LinearLayout) -> LinearLayout | None:
+    """stmatrix's writes as a register layout (each lane's 8-element row as registers), for
+    choosing the staging buffer's swizzle; None if stmatrix does not apply."""
+    return ldmatrix_access(fragment, 0, len(fragment.out_shape) - 1)
 
 
 def _unit_steps(dim: int, rank: int) -> list[tuple[int, ...]]:

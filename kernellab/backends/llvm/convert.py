@@ -9,7 +9,10 @@ dot operands. The plan's kind picks the code:
                over the candidates where that register depends on the thread);
   shuffle   -> `shfl.sync.idx` from lane plan.src_lane[r] for every candidate source register,
                then the same select chain;
-  shared    -> remap.through_smem: stores, a barrier, loads (padded rows).
+  shared    -> remap.through_smem: stores, a barrier, loads, in the staging layout
+               best_swizzle chooses for both sides' accesses (`staging_for`); where the target has matrix stores
+               (stmatrix) and the source is a 16-bit MMA-accumulator-shaped fragment, the swizzle
+               is chosen for those (layouts.stmatrix_access) and the stores are stmatrix.x4.
 Where one destination register would need more than MAX_CANDIDATES candidate source registers
 the select chain would cost more than the round trip through shared memory, so it goes there.
 """
@@ -19,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernellab.backends.llvm.layout import Lay
-from kernellab.backends.llvm.remap import padded_elems, smem_elem_bytes, staging_pad, through_smem
+from kernellab.backends.llvm.remap import smem_elem_bytes, through_smem
 from kernellab.backends.llvm.types import I32, TV
 from kernellab.backends.llvm.warp_shuffle import shuffle
-from kernellab.layouts import conversion_plan
+from kernellab.layouts import LinearLayout, best_swizzle, conversion_plan, stmatrix_access, stmatrix_rows
 
 MAX_CANDIDATES = 4
 
@@ -39,7 +42,7 @@ def _span(vectors) -> list[int]:
 class Emission:
     """What `convert` emits: `kind` (noop / registers / shuffle / shared) and, for registers and
     shuffle, per destination register its constant source register and lane delta; plus the
-    lane/warp bases of the thread-dependent parts of both."""
+    lane/warp bases of the thread-dependent parts of both (for shared, see `staging_for`)."""
 
     kind: str
     reg_const: tuple[int, ...] = ()
@@ -95,11 +98,31 @@ def emission_for(src: Lay, dst: Lay, elem) -> Emission:
     return em
 
 
+_STAGING: dict = {}
+
+
+def staging_for(src: Lay, dst: Lay, elem, matrix_stores: bool) -> tuple[LinearLayout, Lay | None]:
+    """A "shared" conversion's staging layout (offset -> coordinates: the one best_swizzle
+    picks for the stores and the loads) and, when the stores are stmatrix.x4, their
+    row-address layout: the target has matrix stores, the elements are 16-bit, the source has
+    an MMA accumulator's fragment and the chosen layout keeps each 8-element row contiguous."""
+    nbytes = smem_elem_bytes(elem)
+    key = (src, dst, nbytes, matrix_stores)
+    found = _STAGING.get(key)
+    if found is None:
+        access = stmatrix_access(src.linear) if matrix_stores and nbytes == 2 else None
+        shared, (store, _) = best_swizzle([access or src.linear, dst.linear], nbytes)
+        rows = Lay(stmatrix_rows(src.linear)) if access is not None and store.vec == 8 else None
+        found = _STAGING[key] = (shared, rows)
+    return found
+
+
 def convert_scratch_bytes(src: Lay, dst: Lay, elem) -> int:
-    """Shared-memory scratch `convert(src -> dst)` needs (0 unless it goes through shared)."""
+    """Shared-memory scratch `convert(src -> dst)` needs (0 unless it goes through shared): the
+    whole tensor, whatever the staging layout (a bijection onto its elements)."""
     if emission_for(src, dst, elem).kind != "shared":
         return 0
-    return padded_elems(src.shape, staging_pad(src, dst, elem)) * smem_elem_bytes(elem)
+    return src.numel * smem_elem_bytes(elem)
 
 
 def convert(ctx, src: TV, dst: Lay, op=None) -> TV:
@@ -108,7 +131,8 @@ def convert(ctx, src: TV, dst: Lay, op=None) -> TV:
     if em.kind == "noop":
         return TV(list(src.regs), dst, src.elem)
     if em.kind == "shared":
-        return TV(through_smem(ctx, src, dst, op), dst, src.elem)
+        staging, rows = staging_for(src.lay, dst, src.elem, ctx.target.matrix_stores)
+        return TV(through_smem(ctx, src, dst, staging, rows, op), dst, src.elem)
     b = ctx.b
     cands = em.candidates
     # thread-dependent parts, computed once per thread in the prologue
@@ -147,4 +171,4 @@ def convert(ctx, src: TV, dst: Lay, op=None) -> TV:
     return TV(out, dst, src.elem)
 
 
-__all__ = ["convert", "convert_scratch_bytes", "emission_for", "MAX_CANDIDATES"]
+__all__ = ["convert", "convert_scratch_bytes", "emission_for", "staging_for", "MAX_CANDIDATES"]

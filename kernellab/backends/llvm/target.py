@@ -27,6 +27,9 @@ class Target(Protocol):
     # (name, LLVM type) parameters the kernel function takes after the kernel's own arguments
     # (a CPU's program ids); the lowering hands them to the target as `ctx.hidden[name]`
     hidden_params: tuple
+    # whether the target stores four 8x8 matrices of 16-bit elements in one instruction
+    # (`store_matrices`, called only when this is true)
+    matrix_stores: bool
 
     # -- the kernel function and thread ids --------------------------------------------------
 
@@ -54,6 +57,12 @@ class Target(Protocol):
     def shuffle_i32(self, ctx, value, lane, kind: str):
         """i32 `value` as held by lane `lane` ("idx"), lane `this ^ lane` ("bfly"), or
         `this ∓ lane` ("up"/"down") of this warp."""
+
+    def store_matrices(self, ctx, offset, words: list) -> None:
+        """This warp's four 8x8 matrices of 16-bit elements to shared memory: `offset` (i32) is
+        the byte offset in the program's shared memory of row i of matrix j for lane 8j+i,
+        `words` (four i32) are this lane's pair of each matrix (row lane/4, columns 2(lane%4)
+        and 2(lane%4)+1): stmatrix.x4."""
 
     # -- global memory ------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """remove_layout_conversions: erase the ttg.convert_layout ops a kernel does not need.
 
 convert_to_ttgpuir and coalesce insert conversions freely; each one left costs a trip through
-shared memory or shuffles. Three rewrites, repeated while they help:
+shared memory or shuffles. Four rewrites, repeated while they help:
 
 1. Forward: for `y = convert(x: A -> B)`, try computing everything downstream of y in A-derived
    layouts instead (element-wise ops, broadcast, expand_dims, reductions, scans and loop-carried
@@ -14,6 +14,10 @@ shared memory or shuffles. Three rewrites, repeated while they help:
    in B, recompute that slice directly in B: index and pointer arithmetic is cheaper than
    moving data. Loads, reductions, dots and loop-carried values are never recomputed.
 3. Fold: convert(x: A -> A) is x; convert(convert(x)) converts once.
+4. Narrow first: `cast(convert(x))` where the cast is element-wise and makes each element
+   narrower (truncf f32 -> f16, trunci, fptosi to i8, ...) and is the conversion's only user
+   becomes `convert(cast(x))`: the same one conversion, moving fewer bytes (an MMA accumulator's
+   epilogue `acc.to(f16)` crosses shared memory as halves, as in Triton).
 
 A conversion costs by where it runs: one inside a loop runs every iteration, so it weighs
 LOOP_WEIGHT times one outside it (per nesting level). That is what lets attention's softmax
@@ -26,8 +30,8 @@ tt.gather follows its operands into another blocked layout (source, index and re
 layout) unless that loses the warp shuffles its current layouts allow (kernellab.layouts.gather:
 within warps it needs no shared memory; through shared memory any layouts do).
 Dead ops left behind are erased. Each rewrite is a named pattern of the rewrite engine, swept
-over the conversions in rounds (forward, backward, fold): sink-conversion, carry-in-layout,
-rematerialize, fold-conversion.
+over the conversions in rounds (forward, backward, fold and narrow): sink-conversion,
+carry-in-layout, rematerialize, fold-conversion, narrow-before-conversion.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ def run(module: ModuleOp) -> Rewrites:
         step = apply_to_each(_converts(module), [FORWARD], rewrites)
         backward = [CARRY_IN_LAYOUT, _rematerializing(_Rematerializer())]  # one cache per sweep
         step |= apply_to_each(_converts(module), backward, rewrites)
-        step |= apply_to_each(_converts(module), [FOLD], rewrites)
+        step |= apply_to_each(_converts(module), [FOLD, NARROW_FIRST], rewrites)
         if not step:
             break
     if rewrites:
@@ -461,7 +465,49 @@ def _fold(convert: ttg.ConvertLayoutOp, rewriter: PatternRewriter) -> bool:
     return changed
 
 
+# ------------------------------------------------------------------------------ narrow first
+
+
+def _element_bits(value: SSAValue) -> int | None:
+    """Bits of one element of a tensor of ints or floats (None for pointers and the rest)."""
+    bits = getattr(value.type.element_type, "bitwidth", None)
+    return bits if isinstance(bits, int) else None
+
+
+def _narrowing_cast(op: Operation) -> bool:
+    """An element-wise op of one tensor operand whose result elements have fewer bits."""
+    if not is_elementwise(op) or len(op.operands) != 1 or len(op.results) != 1:
+        return False
+    src, dst = op.operands[0], op.results[0]
+    if not (isinstance(src.type, TensorType) and isinstance(dst.type, TensorType)):
+        return False
+    src_bits, dst_bits = _element_bits(src), _element_bits(dst)
+    return src_bits is not None and dst_bits is not None and dst_bits < src_bits
+
+
+def _narrow_first(convert: ttg.ConvertLayoutOp, rewriter: PatternRewriter) -> bool:
+    """cast(convert(x)) -> convert(cast(x)) for a narrowing cast, the conversion's only user."""
+    uses = list(convert.result.uses)
+    if len(uses) != 1 or not _narrowing_cast(uses[0].operation):
+        return False
+    cast, layout = uses[0].operation, _layout(convert.src)
+    narrow = type(cast).create(
+        operands=[convert.src],
+        result_types=[ttg.with_encoding(cast.results[0].type, layout)],
+        properties=dict(cast.properties),
+        attributes=dict(cast.attributes),
+    )
+    narrow.results[0].name_hint = cast.results[0].name_hint
+    moved = ttg.ConvertLayoutOp(narrow.results[0], cast.results[0].type)
+    cast.parent_block().insert_ops_before([narrow, moved], cast)
+    cast.results[0].replace_all_uses_with(moved.result)
+    Rewriter.erase_op(cast)
+    Rewriter.erase_op(convert)
+    return True
+
+
 _CONVERT = [ttg.ConvertLayoutOp.name]
 FORWARD = pattern("sink-conversion", _forward, _CONVERT)
 CARRY_IN_LAYOUT = pattern("carry-in-layout", _carry_in_layout, _CONVERT)
 FOLD = pattern("fold-conversion", _fold, _CONVERT)
+NARROW_FIRST = pattern("narrow-before-conversion", _narrow_first, _CONVERT)

@@ -89,7 +89,7 @@ def test_a_kernel_needing_more_shared_memory_than_the_target_has_fails_at_compil
     with pytest.raises(OutOfResources) as info:  # a 512 KB transpose through shared memory
         kl.compile(transpose_tile, signature="*fp32,*fp32", constexprs={"M": 512, "N": 256},
                    attrs=aligned, target="sm_90")  # fmt: skip
-    assert info.value.limit == 232448 and info.value.required > 512 * 256 * 4
+    assert info.value.limit == 232448 and info.value.required >= 512 * 256 * 4  # the whole tile
     assert "shared memory on sm_90" in str(info.value) and "Reduce the BLOCK sizes" in str(info.value)
 
 

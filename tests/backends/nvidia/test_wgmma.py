@@ -195,6 +195,22 @@ def test_attentions_p_v_dot_stays_in_flight_into_the_next_iteration(head_dim, ca
     assert ck.metadata["spills"] == 0
 
 
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_attentions_epilogue_narrows_in_the_mma_layout_and_stores_matrices(head_dim):
+    """acc / l_i then .to(fp16): the halves leave the wgmma accumulator with stmatrix.x4 (8
+    halves a lane each) and come back as 16-byte vectors for 16-byte global stores; nothing
+    crosses shared memory as fp32 or one element at a time."""
+    ck = compile_attention(head_dim)
+    epilogue = ck.asm["ttgir"].rsplit("scf.yield", 1)[1]
+    assert re.search(r"arith.truncf %\w+ : tensor<128x\d+xf32, (#mma\d*)> to tensor<128x\d+xf16, \1>", epilogue)
+    assert re.search(r"ttg.convert_layout %\w+ : tensor<128x\d+xf16, #mma\d*>", epilogue)
+    ptx = ck.asm["ptx"].rsplit("wgmma.wait_group", 1)[1]
+    per_thread = 128 * head_dim // 256
+    assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)) == per_thread // 8
+    assert len(re.findall(r"ld\.shared\.v4\.b32", ptx)) == per_thread // 8
+    assert not re.search(r"\bst\.shared\.(b16|b32|f32|v2)", ptx)
+
+
 def test_ordinary_writes_of_a_dots_buffer_are_fenced_once_and_copies_are_not():
     # attention: Q is written by the threads once, before the loop; K and V arrive by cp.async
     ttgir = compile_attention().asm["ttgir"]
@@ -214,9 +230,9 @@ def _record(ck, name):
 
 
 def test_occupancy_caps_a_kernel_just_short_of_two_programs_per_sm():
-    # attention at head dim 64: 83 KB of shared memory leaves room for two programs of 8 warps,
-    # which need at most 128 registers; ptxas alone takes a few more
-    ck = compile_attention(64)
+    # causal attention at head dim 64, two stages: its shared memory leaves room for two
+    # programs of 8 warps, which need at most 128 registers; ptxas alone takes a few more
+    ck = compile_attention(64, causal=True, stages=2)
     record = _record(ck, "occupancy")
     assert record.changed and "2 programs per SM" in record.summary
     assert ".maxnreg 128" in ck.asm["ptx"]

@@ -240,6 +240,51 @@ builtin.module attributes {"ttg.num-warps" = 4 : i32} {
     assert ir.count("ttg.convert_layout") == 1  # the argument's data really must move
 
 
+_EPILOGUE = """#blocked = #ttg.blocked<{{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}}>
+#mma = #ttg.nvidia_mma<{{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}}>
+builtin.module attributes {{"ttg.num-warps" = 4 : i32}} {{
+  tt.func public @k(%p: tensor<64x64x!tt.ptr<{narrow}>, #blocked>, %q: tensor<64x64x!tt.ptr<{wide}>, #blocked>, %acc: tensor<64x64x{wide}, #mma>) {{
+    %moved = ttg.convert_layout %acc : tensor<64x64x{wide}, #mma> -> tensor<64x64x{wide}, #blocked>
+    %c = {cast} %moved : tensor<64x64x{wide}, #blocked> to tensor<64x64x{narrow}, #blocked>
+    tt.store %p, %c : tensor<64x64x!tt.ptr<{narrow}>, #blocked>
+    {also}tt.return
+  }}
+}}
+"""
+
+
+def _epilogue(cast: str, wide: str, narrow: str, also: str = "") -> str:
+    module = parse(_EPILOGUE.format(cast=cast, wide=wide, narrow=narrow, also=also))
+    remove_layout_conversions.run(module)
+    module.verify()
+    return print_module(module)
+
+
+def test_narrowing_casts_run_before_the_conversion():
+    """The accumulator is narrowed in the MMA layout, so half (a quarter) the bytes move."""
+    for cast, wide, narrow in (("arith.truncf", "f32", "f16"), ("arith.truncf", "f32", "bf16"),
+                               ("arith.trunci", "i32", "i8"), ("arith.fptosi", "f32", "i16")):
+        ir = _epilogue(cast, wide, narrow)
+        check(ir, [
+            f"%c = {cast} %acc : tensor<64x64x{wide}, #mma> to tensor<64x64x{narrow}, #mma>",
+            f"ttg.convert_layout %c : tensor<64x64x{narrow}, #mma> -> tensor<64x64x{narrow}, #blocked>",
+            "tt.store",
+        ])  # fmt: skip
+        assert ir.count("ttg.convert_layout") == 1
+        check_not(ir, [f"tensor<64x64x{wide}, #blocked>"])
+
+
+def test_widening_casts_and_shared_conversions_keep_their_place():
+    # widening would move more bytes
+    ir = _epilogue("arith.extf", "f16", "f32")
+    check(ir, ["ttg.convert_layout %acc", "arith.extf %moved : tensor<64x64xf16, #blocked>"])
+    # the wide value is also stored: narrowing first would add a second conversion
+    also = "tt.store %q, %moved : tensor<64x64x!tt.ptr<f32>, #blocked>\n    "
+    ir = _epilogue("arith.truncf", "f32", "f16", also)
+    check(ir, ["ttg.convert_layout %acc", "arith.truncf %moved : tensor<64x64xf32, #blocked>"])
+    assert ir.count("ttg.convert_layout") == 1
+
+
 def test_conversions_into_dot_operands_stay():
     ir = run(DOT, coalesce, remove_layout_conversions)
     assert ir.count("#ttg.dot_op<{opIdx = 0") == 2  # the conversion's result and the dot's operand

@@ -26,6 +26,7 @@ class AmdTarget(portable.PortableArithmetic):
     triple: str = "amdgcn-amd-amdhsa"
     threads_per_warp: int = WAVE
     hidden_params: tuple = ()
+    matrix_stores: bool = False
 
     def define_kernel(self, ctx, fn, threads: int) -> None:
         # (llvmlite writes no string attributes, so no "amdgpu-flat-work-group-size": LLVM

@@ -36,6 +36,7 @@ class CpuTarget(portable.PortableArithmetic):
     threads_per_warp: int = 1
     arch: int = 0
     hidden_params: tuple = HIDDEN
+    matrix_stores: bool = False
 
     # -- the kernel function and program ids ---------------------------------------------------
 

@@ -59,6 +59,17 @@ class NvidiaTarget:
     def barrier(self, ctx) -> None:
         ctx.call("llvm.nvvm.barrier0", VOID, [])
 
+    @property
+    def matrix_stores(self) -> bool:
+        return self.arch >= 90  # stmatrix is sm_90's
+
+    def store_matrices(self, ctx, offset, words: list) -> None:
+        # a 32-bit shared address (the array's own plus the offset), so that ptxas folds the
+        # constant parts of the offsets into the instructions
+        base = ctx.once(("smem", "u32"), lambda: ctx.pro.ptrtoint(ctx.smem_base, I32))
+        text = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};"
+        ctx.asm(VOID, text, "r,r,r,r,r", [ctx.b.add(base, offset), *words], side_effect=True)
+
     def shuffle_i32(self, ctx, value, lane, kind: str):
         clamp = I32(0) if kind == "up" else I32(31)
         return ctx.call(f"llvm.nvvm.shfl.sync.{kind}.i32", I32, [I32(-1), value, lane, clamp])
