@@ -7,7 +7,7 @@ broadcast masks and bank conflicts are computed from them; the lab's widgets dra
 
 from kernellab.layouts.banks import SharedAccess, analyze, bank_conflicts, bank_map, best_swizzle
 from kernellab.layouts.blocked import blocked, slice_layout
-from kernellab.layouts.conversion import ConversionPlan, conversion_plan
+from kernellab.layouts.conversion import ConversionPlan, conversion_plan, staging
 from kernellab.layouts.dot_operand import dot_operand
 from kernellab.layouts.encodings import from_encoding, to_named
 from kernellab.layouts.ldmatrix import ldmatrix_access, ldmatrix_rows, stmatrix_access, stmatrix_rows
@@ -42,6 +42,7 @@ __all__ = [
     "best_swizzle",
     "blocked",
     "conversion_plan",
+    "staging",
     "describe_blocked",
     "describe_dot_operand",
     "describe_mma",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kernellab.layouts.banks import SharedAccess, best_swizzle
+from kernellab.layouts.ldmatrix import stmatrix_access, stmatrix_rows
 from kernellab.layouts.linear import LinearLayout
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ class ConversionPlan:
     say where destination register r of (lane, warp) comes from; `register_map` is the
     per-register mapping when it is the same for every thread. For "shared": the tensor is
     staged whole (`scratch_elements`) in `shared`, the swizzled layout that best serves both
-    the store (src) and the load (dst); `store` / `load` give their bank conflicts.
+    the store (src) and the load (dst); `store` / `load` give their bank conflicts, and
+    `matrix_rows`, when the stores are stmatrix.x4, their row-address layout (see `staging`).
     """
 
     kind: str
@@ -73,6 +75,7 @@ class ConversionPlan:
     shared: LinearLayout | None = None
     store: SharedAccess | None = None
     load: SharedAccess | None = None
+    matrix_rows: LinearLayout | None = None
     _tables: tuple | None = field(default=None, repr=False)
 
     def _source(self):
@@ -117,19 +120,40 @@ class ConversionPlan:
             return "warp shuffles: every element stays within its warp"
         if self.shared is None:
             return f"through shared memory: {self.scratch_elements} elements staged"
+        stores = "stmatrix.x4 stores" if self.matrix_rows is not None else "store"
         return (
             f"through shared memory: {self.scratch_elements} elements staged as {self.swizzle}; "
-            f"store {self.store.max_ways}-way, load {self.load.max_ways}-way bank conflicts"
+            f"{stores} {self.store.max_ways}-way, load {self.load.max_ways}-way bank conflicts"
         )
 
 
+def staging(
+    src: LinearLayout, dst: LinearLayout, elem_bytes: int, matrix_stores: bool = False
+) -> tuple[LinearLayout, SharedAccess, SharedAccess, LinearLayout | None]:
+    """(shared layout, store, load, stmatrix rows) of a conversion through shared memory: the
+    layout best_swizzle picks for both sides' accesses, the one the lowering stages in and the
+    lab draws. With `matrix_stores` (a target with stmatrix) and 16-bit elements whose source
+    has an MMA accumulator's fragment, the stores are stmatrix.x4: the swizzle is chosen for
+    their row accesses, and the rows' layout is returned when the chosen layout keeps each
+    8-element row contiguous (else None: ordinary vector stores)."""
+    access = stmatrix_access(src) if matrix_stores and elem_bytes == 2 else None
+    shared, (store, load) = best_swizzle([access or src, dst], elem_bytes)
+    rows = stmatrix_rows(src) if access is not None and store.vec == 8 else None
+    return shared, store, load, rows
+
+
 def conversion_plan(
-    src: LinearLayout, dst: LinearLayout, elem_bytes: int = 4, suggest_swizzle: bool = True
+    src: LinearLayout,
+    dst: LinearLayout,
+    elem_bytes: int = 4,
+    suggest_swizzle: bool = True,
+    matrix_stores: bool = False,
 ) -> ConversionPlan:
     """Classify the conversion src -> dst and give the data its lowering needs.
 
     With suggest_swizzle=False a "shared" plan leaves `shared`, `store` and `load` as None (the
-    search for the best swizzle is the expensive part; a caller with its own staging skips it).
+    search for the best swizzle is the expensive part; a caller that only needs the kind skips
+    it). `matrix_stores`: the target has stmatrix (NVIDIA sm_90+), as `staging` explains.
     """
     deltas = source_deltas(src, dst)
     moved = {
@@ -143,5 +167,5 @@ def conversion_plan(
     elements = math.prod(src.out_shape)
     if not suggest_swizzle:
         return ConversionPlan("shared", src, dst, deltas, elements)
-    shared, (store, load) = best_swizzle([src, dst], elem_bytes)
-    return ConversionPlan("shared", src, dst, deltas, elements, shared, store, load)
+    shared, store, load, rows = staging(src, dst, elem_bytes, matrix_stores)
+    return ConversionPlan("shared", src, dst, deltas, elements, shared, store, load, rows)

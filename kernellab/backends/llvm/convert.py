@@ -9,10 +9,10 @@ dot operands. The plan's kind picks the code:
                over the candidates where that register depends on the thread);
   shuffle   -> `shfl.sync.idx` from lane plan.src_lane[r] for every candidate source register,
                then the same select chain;
-  shared    -> remap.through_smem: stores, a barrier, loads, in the staging layout
-               best_swizzle chooses for both sides' accesses (`staging_for`); where the target has matrix stores
-               (stmatrix) and the source is a 16-bit MMA-accumulator-shaped fragment, the swizzle
-               is chosen for those (layouts.stmatrix_access) and the stores are stmatrix.x4.
+  shared    -> remap.through_smem: stores, a barrier, loads, in the staging layout that
+               layouts.staging chooses for both sides' accesses (the lab's choice too); where
+               the target has matrix stores (stmatrix) and the source is a 16-bit
+               MMA-accumulator-shaped fragment, the stores are stmatrix.x4.
 Where one destination register would need more than MAX_CANDIDATES candidate source registers
 the select chain would cost more than the round trip through shared memory, so it goes there.
 """
@@ -25,7 +25,7 @@ from kernellab.backends.llvm.layout import Lay
 from kernellab.backends.llvm.remap import smem_elem_bytes, through_smem
 from kernellab.backends.llvm.types import I32, TV
 from kernellab.backends.llvm.warp_shuffle import shuffle
-from kernellab.layouts import LinearLayout, best_swizzle, conversion_plan, stmatrix_access, stmatrix_rows
+from kernellab.layouts import LinearLayout, conversion_plan, staging
 
 MAX_CANDIDATES = 4
 
@@ -102,18 +102,14 @@ _STAGING: dict = {}
 
 
 def staging_for(src: Lay, dst: Lay, elem, matrix_stores: bool) -> tuple[LinearLayout, Lay | None]:
-    """A "shared" conversion's staging layout (offset -> coordinates: the one best_swizzle
-    picks for the stores and the loads) and, when the stores are stmatrix.x4, their
-    row-address layout: the target has matrix stores, the elements are 16-bit, the source has
-    an MMA accumulator's fragment and the chosen layout keeps each 8-element row contiguous."""
+    """A "shared" conversion's staging layout and, when the stores are stmatrix.x4, their
+    row-address layout: `kernellab.layouts.staging`, the choice the lab shows too."""
     nbytes = smem_elem_bytes(elem)
     key = (src, dst, nbytes, matrix_stores)
     found = _STAGING.get(key)
     if found is None:
-        access = stmatrix_access(src.linear) if matrix_stores and nbytes == 2 else None
-        shared, (store, _) = best_swizzle([access or src.linear, dst.linear], nbytes)
-        rows = Lay(stmatrix_rows(src.linear)) if access is not None and store.vec == 8 else None
-        found = _STAGING[key] = (shared, rows)
+        shared, _, _, rows = staging(src.linear, dst.linear, nbytes, matrix_stores)
+        found = _STAGING[key] = (shared, Lay(rows) if rows is not None else None)
     return found
 
 

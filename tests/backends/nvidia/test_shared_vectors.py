@@ -22,7 +22,7 @@ from kernellab.backends.llvm.types import SmemBuf
 from kernellab.backends.nvidia.lowering import make_llir
 from kernellab.examples import matmul_kernel
 from kernellab.ir import parse_module
-from kernellab.layouts import blocked, nvidia_mma_v2, nvidia_mma_v3
+from kernellab.layouts import blocked, conversion_plan, nvidia_mma_v2, nvidia_mma_v3
 
 
 def _swizzled_offset(coords, shape, order, vec, per_phase, max_phase) -> int:
@@ -244,3 +244,17 @@ def test_matmul_ptx_uses_vector_shared_accesses(target):
         assert forms["stmatrix.sync.aligned.m8n8.x4.shared.b16"] == 0
         assert forms["st.shared.v2.b16"] + forms["st.shared.b32"] == 64
     assert forms["st.shared.b16"] == 0 and forms["ld.shared.b16"] == 0
+
+
+@pytest.mark.parametrize("name", EPILOGUES)
+@pytest.mark.parametrize("matrix_stores", [False, True])
+def test_the_lab_sees_the_staging_the_lowering_uses(name, matrix_stores):
+    """conversion_plan (what the lab and the notebooks show) and the lowering's staging_for
+    are one choice: the same shared layout, stmatrix rows exactly when the lowering uses them."""
+    src_linear, dst_linear = EPILOGUES[name]
+    staging, rows = staging_for(Lay(src_linear), Lay(dst_linear), f16, matrix_stores)
+    plan = conversion_plan(src_linear, dst_linear, 2, matrix_stores=matrix_stores)
+    assert plan.kind == "shared"
+    assert plan.shared == staging
+    assert (plan.matrix_rows is not None) == (rows is not None)
+    assert ("stmatrix" in str(plan)) == (rows is not None)
