@@ -10,6 +10,7 @@ import pytest
 
 import kernellab as kl
 import kernellab.language as tl
+from kernellab.backends.nvidia.sass import find_nvdisasm
 from kernellab.examples import matmul_kernel
 from kernellab.layouts import nvmma_shared
 from tests.filecheck import check
@@ -223,6 +224,37 @@ def test_ordinary_writes_of_a_dots_buffer_are_fenced_once_and_copies_are_not():
     chained = compile_chained_dot(64, 64, 32, 4)
     assert chained.asm["ttgir"].count("ttng.fence_async_shared") == 3  # A, B, C
     assert len(re.findall(r"fence\.proxy\.async", chained.asm["ptx"])) == 3
+
+
+def hgmma_loop(ck) -> list[str]:
+    """The SASS instructions (nvdisasm's) of the kernel's loop that issues HGMMA: from a label to
+    the branch back to it."""
+    lines = ck.asm["sass"].splitlines()
+    for i, line in enumerate(lines):
+        label = re.match(r"\s*(\.L_x_\d+):", line)
+        if not label:
+            continue
+        body = []
+        for later in lines[i + 1:]:
+            m = re.match(r"^\s+/\*[0-9a-f]{4}\*/\s+([^;]*);", later)
+            if m:
+                body.append(m.group(1).strip())
+                if "BRA" in m.group(1) and f"({label.group(1)})" in m.group(1):
+                    if any(x.startswith("HGMMA") for x in body):
+                        return body
+                    break
+    raise AssertionError("no loop issues HGMMA")
+
+
+@pytest.mark.skipif(find_nvdisasm() is None, reason="nvdisasm is not installed")
+def test_two_warp_groups_keep_their_descriptors_on_the_uniform_datapath():
+    # the warp group's rows in A's descriptors come from a warp index ptxas knows is uniform
+    # (shfl.sync.idx from lane 0): no R2UR moves a descriptor before each HGMMA
+    ck = compile_attention(64)
+    assert ck.asm["ptx"].count("shfl.sync.idx") == 1
+    loop = hgmma_loop(ck)
+    assert sum(x.startswith("HGMMA") for x in loop) == 8  # Q·Kᵀ and P·V, 4 K steps each
+    assert not [x for x in loop if x.startswith("R2UR")]
 
 
 def _record(ck, name):

@@ -75,9 +75,11 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
         ctx.smem_access(buffer_interval(ctx, op.a), write=False)
     ctx.smem_access(buffer_interval(ctx, op.b), write=False)
 
-    warp_m = b.and_(ctx.warp, I32(wm - 1))  # warps are numbered along M first (MMA v3)
+    warp = _uniform_warp(ctx)
+    warp_m = b.and_(warp, I32(wm - 1))  # warps are numbered along M first (MMA v3)
     group_row = b.shl(b.lshr(warp_m, I32(2)), I32(6))  # 64 rows per warp group
-    warp_col = b.mul(b.lshr(ctx.warp, I32(_log2(wm))), I32(n_instr))
+    warp_n = b.and_(b.lshr(warp, I32(_log2(wm))), I32(wn - 1))
+    warp_col = b.mul(warp_n, I32(n_instr))
     a_operand = _RegisterA(ctx, op.a) if a_in_registers else _Descriptor(ctx, op.a, k_dim=1)
     b_desc = _Descriptor(ctx, op.b, k_dim=0)
     kinds = [_KINDS[type(v.type.element_type)] for v in (op.a, op.b)]
@@ -122,6 +124,17 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     if op.is_async is None and not promote:
         regs = _wait(ctx, regs, 0, op)
     ctx.set(op.d, TV(regs, lay, op.d.type.element_type))
+
+
+def _uniform_warp(ctx):
+    """The thread's warp index as a value ptxas knows is the same in every lane: lane 0's, read
+    with `shfl.sync.idx` once in the prologue. From tid.x >> 5 ptxas cannot tell, so the
+    descriptors built from it (A's warp-group rows) stay in per-thread registers and every
+    wgmma first copies them to uniform ones (R2UR); from this value they are computed and kept
+    on the uniform datapath, as in Triton's kernels. LLVM no longer knows its range, hence the
+    masks at the use."""
+    return ctx.once(("uniform warp",), lambda: ctx.call(
+        "llvm.nvvm.shfl.sync.idx.i32", I32, [I32(-1), ctx.warp, I32(0), I32(31)], builder=ctx.pro))
 
 
 def _promotion_k(op, k: int, k_instr: int) -> int:
