@@ -178,6 +178,8 @@ def test_attentions_p_v_dot_stays_in_flight_into_the_next_iteration(head_dim, ca
     # the carried accumulator is waited for right after Q·Kᵀ (whose own wait drains P·V too)
     after_qk = loop.split(qk, 1)[1].strip().splitlines()[0]
     assert "ttng.warp_group_dot_wait" in after_qk and "pendings = 0" in after_qk
+    # ...and that wait is no instruction of its own: Q·Kᵀ's `wait_group 0` has drained P·V
+    assert ptx.split("$L__BB0_2")[1].split("$L__BB0_3")[0].count("wgmma.wait_group") == 1
     # rings of S+1 slots: the refill must not overwrite the V tile the running P·V reads
     assert re.search(r"ttg\.local_alloc : \(\) -> !ttg\.memdesc<4x64x" + str(head_dim), ttgir)
     body = ptx.split("wgmma.commit_group")[2].split("$L__BB0_3")[0]  # P·V's commit to the loop's end

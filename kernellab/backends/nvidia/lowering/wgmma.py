@@ -117,6 +117,7 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
                     for i, r in enumerate(slots):
                         sums[r] = b.extract_value(out, i)
         ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
+        ctx.rule_state[_DRAINED] = None
         if promote:  # this chunk's imprecise sum, added into the fp32 accumulator
             regs = [b.fadd(acc, part) for acc, part in zip(regs, _wait(ctx, sums, 0, op))]
         else:
@@ -161,15 +162,24 @@ def _accumulator(op) -> tuple[ir.Type, str]:
     return F32, "=f"
 
 
+_DRAINED = "wgmma drained"  # rule_state key: the LLVM block whose last wgmma wait left none pending
+
+
 def _wait(ctx, regs: list, pendings: int, op) -> list:
     """`wgmma.wait_group pendings` with the accumulator registers passed through it, so that
-    nothing reads them before it (LLVM sees the wait produce them)."""
+    nothing reads them before it (LLVM sees the wait produce them). Where an earlier
+    `wait_group 0` in the same block left nothing pending (no commit since: a synchronous dot
+    right before the wait of the loop's carried asynchronous accumulator), the registers pass
+    through an empty statement instead, which still orders their reads after that wait."""
     count = len(regs)
     acc_type, acc_constraint = _accumulator(op)
     constraints = ",".join([acc_constraint] * count + [str(i) for i in range(count)])
     result_type = ir.LiteralStructType([acc_type] * count)
-    out = ctx.asm(result_type, f"wgmma.wait_group.sync.aligned {pendings};", constraints, regs,
-                  side_effect=True)  # fmt: skip
+    drained = ctx.rule_state.get(_DRAINED) is ctx.b.block
+    text = "" if drained else f"wgmma.wait_group.sync.aligned {pendings};"
+    out = ctx.asm(result_type, text, constraints, regs, side_effect=True)
+    if pendings == 0:
+        ctx.rule_state[_DRAINED] = ctx.b.block
     return [ctx.b.extract_value(out, i) for i in range(count)]
 
 
