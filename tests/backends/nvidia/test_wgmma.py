@@ -259,6 +259,18 @@ def test_two_warp_groups_keep_their_descriptors_on_the_uniform_datapath():
     assert not [x for x in loop if x.startswith("R2UR")]
 
 
+def test_a_loops_k_and_v_copies_are_one_address_plus_constants():
+    # the copies' offsets, read from the buffers' layouts, are the thread's part (the same for
+    # K and V, copied alike) plus constants: every copy's address is the first one's plus a
+    # constant, an immediate in SASS
+    ptx = compile_attention(64).asm["ptx"]
+    loop = ptx.split("$L__BB0_2")[1].split("$L__BB0_3")[0]
+    first, *others = re.findall(r"cp\.async\.cg\.shared\.global \[(%r\d+)\]", loop)
+    assert len(others) == 3
+    for dest in others:
+        assert re.search(rf"add\.s32\s+{dest}, {first}, \d+;", loop)
+
+
 def _record(ck, name):
     return next(r for r in ck.passes if r.name == name)
 
