@@ -52,6 +52,7 @@ class Lowering:
         self.vals: dict[SSAValue, object] = {}
         self._intrinsics: dict[str, ir.Function] = {}
         self._thread_cache: dict = {}
+        self.rule_state: dict = {}  # what a target's rules remember between ops, under their keys
         self._strings: dict[str, ir.GlobalVariable] = {}
         self.b: ir.IRBuilder | None = None
         self.current_op: Operation | None = None

@@ -12,6 +12,12 @@ to the kernel's source. The passes share LLVM's global context: run them under `
 
 LLVM is initialized once per process, lazily, and the target machine per (arch, PTX version) is
 cached, so the first compile pays a few tens of milliseconds and later ones nothing.
+
+Shared-memory pointers are 32 bits (LLVM's `nvptx-short-ptr`, as Triton's): shared addresses
+fit in 32 bits, and with 64-bit pointers every shared address was a 64-bit sum truncated where
+an instruction takes 32 (cp.async, ldmatrix, wgmma's descriptors), a few instructions more each.
+The option is global to the process's LLVM, so it is set once, before the first NVPTX target
+machine, whose data layout it changes (`p3:32:32`).
 """
 
 from __future__ import annotations
@@ -63,6 +69,8 @@ def target_machine(arch: str, version: tuple[int, int] | None = None):
     tm = _machines.get(key)
     if tm is None:
         llvm = binding()
+        if not _machines:  # the first NVPTX machine: 32-bit shared pointers (module docstring)
+            llvm.set_option("kernellab", "--nvptx-short-ptr")
         target = llvm.Target.from_triple(TRIPLE)
         tm = target.create_target_machine(cpu=arch, features=f"+ptx{major}{minor}", opt=3)
         _machines[key] = tm

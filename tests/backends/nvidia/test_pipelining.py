@@ -34,6 +34,16 @@ def ptx_forms(ptx: str) -> dict[str, int]:
     return forms
 
 
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_shared_addresses_are_32_bit_values(target):
+    # nvptx-short-ptr: the shared array's address is a .b32 and copies' destinations are sums
+    # of 32-bit values, never 64-bit sums truncated (cvt.u32.u64) for the 32-bit operand
+    ptx = compile_matmul(128, 128, 64, target=target, num_stages=3, num_warps=8).asm["ptx"]
+    assert re.search(r"mov\.b32\s+%r\d+, global_smem;", ptx)
+    assert not re.search(r"mov\.b64\s+%rd\d+, global_smem;", ptx)
+    assert "cvt.u32.u64" not in ptx and "cp.async.cg.shared.global" in ptx
+
+
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_matmul_copies_operands_with_cp_async(target, stages):
@@ -147,7 +157,7 @@ def test_softmax_row_loop_reads_each_staged_vector_once_and_hoists_the_mask(bloc
                     constexprs={"BLOCK_SIZE": block, "num_stages": 4}, attrs=attrs,
                     target="sm_90a", num_warps=warps)  # fmt: skip
     loop = loop_body(ck.asm["ptx"])
-    row_reads = re.findall(r"ld\.shared\.v4\.b32\s+\{[^}]*\},\s*\[%rd", loop)
+    row_reads = re.findall(r"ld\.shared\.v4\.b32\s+\{[^}]*\},\s*\[%r", loop)
     partial_reads = re.findall(r"ld\.shared\.v4\.b32\s+\{[^}]*\},\s*\[global_smem\+", loop)
     assert len(row_reads) == block // (4 * 32 * warps)
     assert len(partial_reads) == 2 * warps // 4  # every thread reads each reduction's partials

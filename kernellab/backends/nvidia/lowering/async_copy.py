@@ -5,8 +5,9 @@ A copy moves each thread's runs of registers that are contiguous in global memor
 vector width: AxisInfo and the layout, as for tt.load) and in the shared buffer (inside one
 swizzle group, aligned) as one `cp.async` of 4, 8 or 16 bytes; 16-byte copies bypass L1
 (`.cg`), as Triton's do. A copy narrower than the global run it belongs to (a tile
-transposed into a K-major buffer) offsets the run's first pointer by constants, and a
-transposing copy's shared addresses are register 0's plus constants where the layout allows. A masked-off run is copied with source size 0, which fills its
+transposed into a K-major buffer) offsets the run's first pointer by constants; shared
+addresses are the thread's part of the buffer's offsets plus a constant per register
+(`_destination_pointers`). A masked-off run is copied with source size 0, which fills its
 destination with zeros and reads nothing.
 
 Barriers. Copies write shared memory behind the threads' backs, so the barrier tracker learns
@@ -25,8 +26,9 @@ import llvmlite.ir as ir
 
 from kernellab.backends.llvm.axis_facts import axis_info
 from kernellab.backends.llvm.errors import LoweringError
+from kernellab.backends.llvm.layout import Lay
 from kernellab.backends.llvm.memory import vector_width
-from kernellab.backends.llvm.shared_buffers import buffer_interval, element_pointer, vector_run
+from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval, element_pointer, vector_run
 from kernellab.backends.llvm.types import I8, I32, I64, mem_bytes
 from kernellab.ir import ttg
 from kernellab.layouts import from_encoding
@@ -67,35 +69,30 @@ def _async_copy(ctx, op: ttg.AsyncCopyGlobalToLocalOp) -> None:
 
 
 def _destination_pointers(ctx, op, buf, lay, nbytes: int):
-    """fn(register r) -> its shared-memory pointer. A copy that transposes its tile (the
-    buffer's contiguous dim is not the load's: tf32 into a K-major NVMMA buffer, one element
-    per copy) takes register 0's plus a constant, when the buffer's layout (kernellab.layouts,
-    linear) sends the register bits and the lane/warp bits to disjoint offset bits (an offset
-    is then the thread's plus the register's): no offset register per element stays live
-    across the loop. Other copies, and layouts where the bits meet, use each register's own
-    (element_pointer)."""
-    per_register = element_pointer(ctx, buf, lay)
+    """fn(register r) -> its shared-memory pointer. The buffer's layout (kernellab.layouts,
+    linear) composed with the copy's is a layout of element offsets, read like any layout: a
+    register's offset is the thread's part, computed once per distinct lane and warp bases (so
+    tiles copied alike, attention's K and V, share it), plus the register's constant, an add
+    where their bits are disjoint (else an XOR). A tile's copies are then one address register
+    plus immediates, and no offset register per element stays live across a loop (a tile
+    transposed into a K-major buffer, one element per copy). A layout the core does not
+    describe on this shape uses each register's own (element_pointer)."""
     view = op.result
-    if list(ttg.encoding_of(op.src.type).order)[0] == buf.order[0]:
-        return per_register
     try:
         hardware = offsets(lay.linear, from_encoding(view.type.encoding, view.type.shape))
     except ValueError:  # a layout the core does not describe on this shape
-        return per_register
-    reg_bits = thread_bits = 0
-    for name, rows in hardware.bases.items():
-        for (offset,) in rows:
-            if name == "register":
-                reg_bits |= offset
-            else:
-                thread_bits |= offset
-    if reg_bits & thread_bits:
-        return per_register
-    base = per_register(0)
+        return element_pointer(ctx, buf, lay)
+    offset_lay = Lay(hardware)
+    b = ctx.b
+    base = base_offset(ctx, buf)
+    thread = ctx.smem_ptr(b.add(base, b.mul(ctx.thread_flat(offset_lay), I32(nbytes))))
 
     def ptr(r):
-        offset = hardware.apply(register=r)[0]
-        return base if offset == 0 else ctx.b.gep(base, [I32(offset * nbytes)], source_etype=I8)
+        constant = offset_lay.reg_flat[r]
+        if constant & offset_lay.thread_bits:  # the bits meet: the register's own XOR
+            return ctx.smem_ptr(b.add(base, b.mul(ctx.flat_index(offset_lay, r), I32(nbytes))))
+        # off the thread's pointer, so LLVM hoists no thread-plus-constant sum out of a loop
+        return b.gep(thread, [I32(constant * nbytes)], source_etype=I8) if constant else thread
 
     return ptr
 

@@ -20,7 +20,9 @@ class NvidiaTarget:
     arch: int  # 80 for sm_80, 90 for sm_90
     name: str = "NVIDIA"
     triple: str = "nvptx64-nvidia-cuda"
-    data_layout: str = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+    # 32-bit shared (3), constant (4) and local (5) pointers: NVPTX's layout under
+    # nvptx-short-ptr, which ptx.target_machine sets
+    data_layout: str = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
     threads_per_warp: int = 32
     hidden_params: tuple = ()
 

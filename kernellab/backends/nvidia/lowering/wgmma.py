@@ -75,9 +75,11 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
         ctx.smem_access(buffer_interval(ctx, op.a), write=False)
     ctx.smem_access(buffer_interval(ctx, op.b), write=False)
 
-    warp_m = b.and_(ctx.warp, I32(wm - 1))  # warps are numbered along M first (MMA v3)
+    warp = _uniform_warp(ctx)
+    warp_m = b.and_(warp, I32(wm - 1))  # warps are numbered along M first (MMA v3)
     group_row = b.shl(b.lshr(warp_m, I32(2)), I32(6))  # 64 rows per warp group
-    warp_col = b.mul(b.lshr(ctx.warp, I32(_log2(wm))), I32(n_instr))
+    warp_n = b.and_(b.lshr(warp, I32(_log2(wm))), I32(wn - 1))
+    warp_col = b.mul(warp_n, I32(n_instr))
     a_operand = _RegisterA(ctx, op.a) if a_in_registers else _Descriptor(ctx, op.a, k_dim=1)
     b_desc = _Descriptor(ctx, op.b, k_dim=0)
     kinds = [_KINDS[type(v.type.element_type)] for v in (op.a, op.b)]
@@ -115,6 +117,7 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
                     for i, r in enumerate(slots):
                         sums[r] = b.extract_value(out, i)
         ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
+        ctx.rule_state[_DRAINED] = None
         if promote:  # this chunk's imprecise sum, added into the fp32 accumulator
             regs = [b.fadd(acc, part) for acc, part in zip(regs, _wait(ctx, sums, 0, op))]
         else:
@@ -122,6 +125,17 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     if op.is_async is None and not promote:
         regs = _wait(ctx, regs, 0, op)
     ctx.set(op.d, TV(regs, lay, op.d.type.element_type))
+
+
+def _uniform_warp(ctx):
+    """The thread's warp index as a value ptxas knows is the same in every lane: lane 0's, read
+    with `shfl.sync.idx` once in the prologue. From tid.x >> 5 ptxas cannot tell, so the
+    descriptors built from it (A's warp-group rows) stay in per-thread registers and every
+    wgmma first copies them to uniform ones (R2UR); from this value they are computed and kept
+    on the uniform datapath, as in Triton's kernels. LLVM no longer knows its range, hence the
+    masks at the use."""
+    return ctx.once(("uniform warp",), lambda: ctx.call(
+        "llvm.nvvm.shfl.sync.idx.i32", I32, [I32(-1), ctx.warp, I32(0), I32(31)], builder=ctx.pro))
 
 
 def _promotion_k(op, k: int, k_instr: int) -> int:
@@ -148,15 +162,24 @@ def _accumulator(op) -> tuple[ir.Type, str]:
     return F32, "=f"
 
 
+_DRAINED = "wgmma drained"  # rule_state key: the LLVM block whose last wgmma wait left none pending
+
+
 def _wait(ctx, regs: list, pendings: int, op) -> list:
     """`wgmma.wait_group pendings` with the accumulator registers passed through it, so that
-    nothing reads them before it (LLVM sees the wait produce them)."""
+    nothing reads them before it (LLVM sees the wait produce them). Where an earlier
+    `wait_group 0` in the same block left nothing pending (no commit since: a synchronous dot
+    right before the wait of the loop's carried asynchronous accumulator), the registers pass
+    through an empty statement instead, which still orders their reads after that wait."""
     count = len(regs)
     acc_type, acc_constraint = _accumulator(op)
     constraints = ",".join([acc_constraint] * count + [str(i) for i in range(count)])
     result_type = ir.LiteralStructType([acc_type] * count)
-    out = ctx.asm(result_type, f"wgmma.wait_group.sync.aligned {pendings};", constraints, regs,
-                  side_effect=True)  # fmt: skip
+    drained = ctx.rule_state.get(_DRAINED) is ctx.b.block
+    text = "" if drained else f"wgmma.wait_group.sync.aligned {pendings};"
+    out = ctx.asm(result_type, text, constraints, regs, side_effect=True)
+    if pendings == 0:
+        ctx.rule_state[_DRAINED] = ctx.b.block
     return [ctx.b.extract_value(out, i) for i in range(count)]
 
 
