@@ -1439,7 +1439,7 @@ SECTION_SECONDS = {
     "matmul": 540,
     "matmul descriptor": 240,
     "matmul compile": 60,
-    "attention": 180,
+    "attention": 300,
     "warm launch": 60,
     "compile": 150,
 }
