@@ -19,8 +19,8 @@ Measures (see benchmarks/README.md for what each figure means):
              same kernel text for both compilers, autotuned over the same configs (not int8)
   matmul descriptor  tutorial 09's persistent matmul through host TensorDescriptors (C = A Bᵀ,
              B N x K; TMA loads and stores on Hopper, the same kernel text for kernellab and
-             Triton), each autotuned over MATMUL_DESCRIPTOR_CONFIGS, next to cuBLAS: fp16 at 4096
-             and 8192; TFLOP/s
+             Triton), each autotuned over MATMUL_DESCRIPTOR_CONFIGS, next to cuBLAS: fp16 and
+             bf16 at 4096 and 8192; TFLOP/s
   matmul compile  kl.compile of the largest tutorial config (128x256x64, 8 warps, 3 stages)
   compile    first compile of vector add in a fresh process (clean cache dir), cached compile
              in a second process, and the first launch of each, Triton's too
@@ -101,7 +101,7 @@ MATMUL_CONFIGS = [
     (64, 128, 64, 8, 4, 4), (128, 32, 64, 8, 4, 4),
 ]  # fmt: skip
 # the persistent descriptor matmul: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps)
-MATMUL_DESCRIPTOR_CASES = [(n, n, n, "fp16") for n in (4096, 8192)]
+MATMUL_DESCRIPTOR_CASES = [(n, n, n, dt) for dt in ("fp16", "bf16") for n in (4096, 8192)]
 MATMUL_DESCRIPTOR_CONFIGS = [(128, 256, 64, 8, 3, 8), (128, 256, 64, 8, 4, 8), (128, 128, 64, 8, 4, 4),
                              (128, 128, 64, 8, 3, 8)]  # fmt: skip
 COPY_ELEMENTS = 2**28
