@@ -25,18 +25,21 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K
 
 
 def error_bound(a, b, c, unit):
-    """|fl(a @ b + c) - (a @ b + c)| <= unit * (|a| @ |b| + |c|), where unit covers K roundings."""
+    """|fl(a @ b + c) - (a @ b + c)| <= unit * (|a| @ |b| + |c|), where unit covers the K + 1
+    roundings of an element (the classical gamma_{K+1}): without FMA, as the interpreter adds,
+    each product rounds once and the partial sums round once each, c's addition included; the
+    GPU's FMA chain rounds K times, inside the same bound."""
     return unit * (np.abs(f64(a)) @ np.abs(f64(b)) + np.abs(f64(c)))
 
 
 # (input dtype, input_precision, out_dtype, acc dtype, unit roundoff of the whole dot)
 CASES = {
-    "fp32-ieee": ("float32", "ieee", tl.float32, np.float32, lambda k: k * 2**-24),
-    "fp32-tf32": ("float32", "tf32", tl.float32, np.float32, lambda k: 2**-10 + k * 2**-24),
-    "fp32-default": ("float32", None, tl.float32, np.float32, lambda k: 2**-10 + k * 2**-24),
-    "fp16": ("float16", None, tl.float32, np.float32, lambda k: k * 2**-24),
-    "fp16-out-fp16": ("float16", None, tl.float16, np.float16, lambda k: k * 2**-11),
-    "bf16": ("bfloat16", None, tl.float32, np.float32, lambda k: k * 2**-24),
+    "fp32-ieee": ("float32", "ieee", tl.float32, np.float32, lambda k: (k + 1) * 2**-24),
+    "fp32-tf32": ("float32", "tf32", tl.float32, np.float32, lambda k: 2**-10 + (k + 1) * 2**-24),
+    "fp32-default": ("float32", None, tl.float32, np.float32, lambda k: 2**-10 + (k + 1) * 2**-24),
+    "fp16": ("float16", None, tl.float32, np.float32, lambda k: (k + 1) * 2**-24),
+    "fp16-out-fp16": ("float16", None, tl.float16, np.float16, lambda k: (k + 1) * 2**-11),
+    "bf16": ("bfloat16", None, tl.float32, np.float32, lambda k: (k + 1) * 2**-24),
 }
 
 
