@@ -431,12 +431,8 @@ class Autotuner(KernelInterface):
             key = (id(row.config), job_target)
             if key not in plan:
                 _pre_hook(row.config, _named_args(base, args, kwargs))
-                bound = base.binder.bind(args, {**kwargs, **row.config.all_kwargs()})
-                signature, constexprs, attrs = base.binder.compile_args(bound)
-                options = dict(bound.options)
-                if base.debug is not None:
-                    options.setdefault("debug", base.debug)
-                plan[key] = (CompileJob(ref, str(signature), constexprs, attrs or None, job_target, options, ship), [])
+                meta = {**kwargs, **row.config.all_kwargs()}
+                plan[key] = (CompileJob.for_launch(ref, base, args, meta, job_target, ship), [])
             plan[key][1].append(row)
         return list(plan.values())
 

@@ -635,14 +635,21 @@ class JITFunction(KernelInterface, tl.KernelFunction):
 
         return cache_info(self)
 
-    def _compile(self, bound: Bound) -> CompiledKernel:
-        if self._reads is None:  # before compiling: the values the compile reads
-            self._reads = tuple(global_reads(self))
-        where = launch_device(*self.binder.flat_keys(bound))  # raises on mixed devices
+    def compile_request(self, bound: Bound) -> tuple:
+        """(signature, constexprs, attrs, options): what `kl.compile` is given for a bound launch,
+        the kernel's own `debug` default included. One place, so that the JIT, the autotuner's
+        parallel compiles and the benchmark's precompile build the same specialization."""
         signature, constexprs, attrs = self.binder.compile_args(bound)
         options = dict(bound.options)
         if self.debug is not None:
             options.setdefault("debug", self.debug)
+        return signature, constexprs, attrs, options
+
+    def _compile(self, bound: Bound) -> CompiledKernel:
+        if self._reads is None:  # before compiling: the values the compile reads
+            self._reads = tuple(global_reads(self))
+        where = launch_device(*self.binder.flat_keys(bound))  # raises on mixed devices
+        signature, constexprs, attrs, options = self.compile_request(bound)
         target = options.pop("target", None)
         if where is not None:
             from kernellab.backends.nvidia.driver import device_info

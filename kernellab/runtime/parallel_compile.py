@@ -72,6 +72,13 @@ class CompileJob:
     options: dict
     ship: bool = False  # return the compiled code (for timing in another process)
 
+    @classmethod
+    def for_launch(cls, ref: KernelRef, kernel, args, meta: dict, target: str, ship: bool = False) -> CompileJob:
+        """The job that compiles what `kernel[grid](*args, **meta)` would launch, bound as the
+        JIT binds it (`JITFunction.compile_request`)."""
+        signature, constexprs, attrs, options = kernel.compile_request(kernel.binder.bind(args, meta))
+        return cls(ref, str(signature), constexprs, attrs or None, target, options, ship)
+
 
 @dataclass(frozen=True)
 class CompileReport:
