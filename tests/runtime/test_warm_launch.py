@@ -10,6 +10,7 @@ import ctypes
 import itertools
 import random
 import struct
+import threading
 import types
 
 import numpy as np
@@ -254,6 +255,14 @@ def test_a_failed_warm_launch_raises_the_drivers_error(monkeypatch, fresh_add_ke
     assert info.value.sticky and "The CUDA context is lost" in str(info.value)
 
 
+class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, as cuda.h declares it
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]  # fmt: skip
+
+
+RAW_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
 @needs_cuda_python
 def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_kernel):
     """The warm path's direct cuLaunchKernelEx call (a ctypes function from the driver) gets the
@@ -262,12 +271,7 @@ def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_ker
     fake = FakeDriver().install(monkeypatch, stream=0xBEEF0)
     monkeypatch.setattr(driver, "get_function", lambda module, name: 0xF00D)
     seen = []
-
-    class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, as cuda.h declares it
-        _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
-                    ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]  # fmt: skip
-
-    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    proto = RAW_LAUNCH
 
     def raw(config, fn, params, extra):
         c = LaunchConfig.from_address(config)
@@ -288,6 +292,84 @@ def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_ker
         (0xF00D, (5, 1, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [x.ptr, y.ptr, out.ptr, 80], None),
         (0xF00D, (2, 2, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [y.ptr, x.ptr, out.ptr, 96], None),
     ]
+
+
+def _reading_launch(seen: list):
+    """A stand-in cuLaunchKernelEx that reads add_kernel's launch back (the function, the
+    CUlaunchConfig, its attributes' ids and values, the four parameters) into `seen`."""
+
+    def raw(config, fn, params, extra):
+        c = LaunchConfig.from_address(config)
+        slots = (ctypes.c_void_p * 4).from_address(params)
+        args = [ctypes.c_uint64.from_address(slots[i]).value for i in range(3)]
+        args.append(ctypes.c_int32.from_address(slots[3]).value)
+        attributes = [struct.unpack_from("=I4xi", ctypes.string_at(c.attrs + 72 * i, 72)) for i in range(c.num_attrs)]
+        seen.append(dict(fn=fn, grid=tuple(c.grid), block=tuple(c.block), shared=c.shared, stream=c.stream,
+                         attributes=attributes, args=args))  # fmt: skip
+        return 0
+
+    return RAW_LAUNCH(raw)
+
+
+@needs_cuda_python
+def test_threads_launching_one_kernel_pack_their_own_buffers(monkeypatch, fresh_add_kernel):
+    """Threads launching the same kernel at once: the driver reads each launch's own grid and
+    arguments (each thread packs its own buffer; the stand-in driver, Python code, lets the
+    other threads run between a launch's packing and its reading)."""
+    FakeDriver().install(monkeypatch)
+    monkeypatch.setattr(driver, "get_function", lambda module, name: 0xF00D)
+    seen = []
+    callback = _reading_launch(seen)
+    monkeypatch.setattr(driver, "raw_launch_function", lambda: callback)
+    x0, y0, out0 = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
+    add_kernel[(1,)](x0, y0, out0, 64, BLOCK=256)  # compiled and bound once, before the threads
+    seen.clear()
+    n_threads, launches = 4, 300
+    start = threading.Barrier(n_threads)
+
+    def launch_many(t: int):
+        start.wait()
+        for i in range(launches):
+            x, y, out = (FakeTensor(0x7F0000000000 + 0x100000 * t + 0x1000 * (3 * i + j)) for j in range(3))
+            add_kernel[(t + 1, i + 1)](x, y, out, 16 * (t * launches + i), BLOCK=256)
+
+    threads = [threading.Thread(target=launch_many, args=(t,)) for t in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == n_threads * launches
+    for launch in seen:
+        t, i = launch["grid"][0] - 1, launch["grid"][1] - 1
+        base = 0x7F0000000000 + 0x100000 * t + 0x1000 * 3 * i
+        assert launch["args"] == [base, base + 0x1000, base + 0x2000, 16 * (t * launches + i)]
+    assert len({launch["args"][3] for launch in seen}) == len(seen)
+
+
+@needs_cuda_python
+def test_launch_attributes_reach_cuLaunchKernelEx(monkeypatch, fresh_add_kernel):
+    """launch_pdl and launch_cooperative_grid go to the driver as CUlaunchAttributes, on the
+    first launch (the general path) and on warm ones, with the grid, block, stream and arguments
+    of each launch."""
+    FakeDriver().install(monkeypatch, stream=0x5EA0)
+    monkeypatch.setattr(driver, "get_function", lambda module, name: 0xF00D)
+    seen = []
+    callback = _reading_launch(seen)
+    monkeypatch.setattr(driver, "raw_launch_function", lambda: callback)
+    ptrs = itertools.count(0x7F0000000000, 0x1000)
+    for i, grid in enumerate([(3,), (3,), (2, 5), (7,)]):
+        x, y, out = (FakeTensor(next(ptrs)) for _ in range(3))
+        n = 1024 + 16 * random.randrange(100)
+        add_kernel[grid](x, y, out, n, BLOCK=256, num_warps=2, launch_pdl=True, launch_cooperative_grid=i % 2 == 1)
+        launch = seen[-1]
+        assert launch["grid"] == (*grid, 1, 1)[:3] and launch["block"] == (64, 1, 1)
+        assert launch["fn"] == 0xF00D and launch["stream"] == 0x5EA0 and launch["shared"] == 0
+        expected = [(driver.LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1)]
+        if i % 2:
+            expected.insert(0, (driver.LAUNCH_ATTRIBUTE_COOPERATIVE, 1))
+        assert launch["attributes"] == expected
+        assert launch["args"] == [x.ptr, y.ptr, out.ptr, n]
+    assert len(seen) == 4
 
 
 @kl.jit
@@ -334,7 +416,7 @@ def _packed_arguments(ck, raw: bool) -> list:
     if not raw:
         return list(launcher._args_struct.unpack_from(launcher._storage))
     layout = struct.Struct(driver.LAUNCH_CONFIG_FORMAT + launcher._args_struct.format.lstrip("="))
-    return list(layout.unpack_from(launcher._ex[1]))[10:]
+    return list(layout.unpack_from(launcher._buffers.ex[0]))[10:]
 
 
 def _cases():
