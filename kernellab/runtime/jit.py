@@ -11,8 +11,9 @@ with the kernel's own parameters (so Python binds the call), builds a key parame
 parameter (type dispatch by `value.__class__`, a tensor's dtype, device and `data_ptr() % 16`),
 one dict lookup finds the launch made for it the first time, and that launch packs the
 arguments into a preallocated buffer and calls the driver once (backends/nvidia/launcher.py).
-`kernel[grid]` returns the same function for the same grid tuple, its x already read when the
-grid is a 1-tuple of an int.
+`kernel[grid]` is that function bound to the grid (a method object: its one argument is
+prepended at no cost), the same one for the same grid tuple, and bound to the grid's x itself
+when the grid is a 1-tuple of a valid int.
 
 Where a launch runs follows from its arrays: CPU arrays (numpy, torch CPU tensors) run on the
 interpreter; torch CUDA tensors and `__cuda_array_interface__` objects compile for the GPU they
@@ -28,6 +29,7 @@ import inspect
 import keyword
 import os
 from dataclasses import dataclass
+from types import MethodType
 
 from kernellab.backends.arguments import (
     _HANDLERS,
@@ -74,6 +76,25 @@ _DROP = object()  # the warm path's runtime value of an argument the key made a 
 
 def _not_warm(grid, values, extra, options, key) -> None:
     """`Binder.fast`'s answer for a call that needs `bind`: None."""
+
+
+def grid_argument(grid):
+    """What the warm launch function takes for `grid`: an int, the grid's x, when the grid is a
+    1-tuple (or a bare int) of a valid program count, which the launch reads as it is; else the
+    grid itself (checked at each launch), a bare int made a grid function returning it."""
+    x = grid[0] if grid.__class__ is tuple and len(grid) == 1 else grid
+    if x.__class__ is int:
+        if 0 < x <= GRID_LIMITS[0]:
+            return x
+        if grid is x:  # an empty or invalid bare int: normalize_grid says what is wrong
+            return lambda meta: grid
+    return grid
+
+
+def bound_launch(warm, grid):
+    """`warm` with `grid` (see grid_argument) as its first argument: what `kernel[grid]` is."""
+    g = grid_argument(grid)
+    return functools.partial(warm, None) if g is None else MethodType(warm, g)
 
 
 def _option_key(value):
@@ -237,15 +258,15 @@ class Binder:
         if self._key_function is False:
             return None
         try:
-            return self._key_function(None, 0, *args, **kwargs)
+            return self._key_function(None, *args, **kwargs)
         except TypeError:  # Python refused the call (a name given twice, ...): bind explains it
             return None
 
     def warm(self, jit: JITFunction):
-        """The warm launch path of `jit`: a function `(grid, x, *args, **kwargs)` with the
-        kernel's own parameters (`x`: the grid's x when `grid` is a 1-tuple of a valid int, else
-        0), generated once (see `_generate`); None for a kernel whose parameter names it can't
-        take (bind handles every launch of it)."""
+        """The warm launch path of `jit`: a function `(grid, *args, **kwargs)` with the kernel's
+        own parameters (`grid` as `grid_argument` gives it), generated once (see `_generate`);
+        None for a kernel whose parameter names it can't take (bind handles every launch of
+        it)."""
         return self._generate(jit) or None
 
     def _generate(self, jit):
@@ -271,7 +292,7 @@ class Binder:
         values = "(" + "".join(f"{name}, " for name in params) + ")"
         slow = f"return _kl_slow(_kl_grid, {values}, _kl_extra, _kl_options, None)"
         lines = [
-            f"def {fn_name}(_kl_grid, _kl_x, /, {defaults}*_kl_extra, **_kl_options):",
+            f"def {fn_name}(_kl_grid, /, {defaults}*_kl_extra, **_kl_options):",
             " if _kl_extra or _kl_hooks:" if jit is not None else " if _kl_extra:",  # a profiler listens
             "  " + slow,
             " _kl_drop = False",
@@ -312,7 +333,7 @@ class Binder:
                 f" elif {name} is None:", f"  {k} = _kl_K_NONE", f"  {e} = {f} = None", f"  {r} = _kl_DROP",
                 "  _kl_drop = True",
                 " elif _kl_fast_class(_kl_c) == _kl_FAST_TENSOR:  # a tensor class not seen before",
-                f"  return _kl_retry(_kl_grid, _kl_x, {values[1:-1]}**_kl_options)",
+                f"  return _kl_retry(_kl_grid, {values[1:-1]}**_kl_options)",
                 " else:", "  " + slow,
             ]  # fmt: skip
         flat = "".join(k + ", " for k in key)
@@ -343,7 +364,8 @@ class Binder:
                 " if _kl_jit._reads:",
                 "  _kl_jit._check_globals()",
                 " _kl_launch, _kl_kernel = _kl_entry",
-                " if _kl_x:",  # the grid's x when it is a 1-tuple of a valid int (see JITFunction)
+                " if _kl_grid.__class__ is _kl_int:",  # the grid's x (see grid_argument)
+                "  _kl_x = _kl_grid",
                 "  _kl_y = _kl_z = 1",
                 " else:",
                 f"  _kl_x, _kl_y, _kl_z = _kl_grid_of(_kl_grid, {described})",
@@ -497,13 +519,9 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         last = self._last_grid
         if last[0] is grid:  # the same grid tuple again (a constant in the caller's code)
             return last[1]
-        if grid.__class__ is not tuple:  # a grid function is not kept: it may hold tensors
-            return functools.partial(self._warm or self._warm_path(), grid, 0)
-        x = 0  # the grid's x when it is a 1-tuple of a valid int: the warm path takes it as is
-        if len(grid) == 1 and grid[0].__class__ is int and 0 < grid[0] <= GRID_LIMITS[0]:
-            x = grid[0]
-        launch = functools.partial(self._warm or self._warm_path(), grid, x)
-        self._last_grid = (grid, launch)
+        launch = bound_launch(self._warm or self._warm_path(), grid)
+        if grid.__class__ is tuple:  # a grid function is not kept: it may hold tensors
+            self._last_grid = (grid, launch)
         return launch
 
     def _warm_path(self):
@@ -516,16 +534,18 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         """Bind, look up (or compile) the specialization, and launch it on `grid` unless `warmup`."""
         if warmup:
             return self._slow(grid, args, kwargs, True)
-        return (self._warm or self._warm_path())(grid, 0, *args, **kwargs)
+        return (self._warm or self._warm_path())(grid_argument(grid), *args, **kwargs)
 
-    def _launch_unbound(self, grid, x, *args, **kwargs) -> CompiledKernel:
+    def _launch_unbound(self, grid, *args, **kwargs) -> CompiledKernel:
         """A launch of a kernel that has no warm path: bind every time."""
-        return self._slow(grid, args, kwargs, False)
+        return self._slow((grid,) if grid.__class__ is int else grid, args, kwargs, False)
 
     def _launch_slowly(self, grid, values: tuple, extra: tuple, options: dict, key) -> CompiledKernel:
         """The warm path's way out: the call it was given, rebuilt for `_slow` (all positional
         when there were extra positional arguments, else by name, missing ones left out);
         `key` is the warm key to remember the launch under, None when the call has none."""
+        if grid.__class__ is int:  # the grid's x (see grid_argument)
+            grid = (grid,)
         if extra:
             args, kwargs = (*values, *extra), options
         else:

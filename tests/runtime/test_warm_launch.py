@@ -526,9 +526,22 @@ def test_one_grid_object_launches_what_it_holds_at_each_call(monkeypatch, fresh_
     add_kernel[by_meta](x, y, out, 1024, BLOCK=256)
     assert fake.launches[-1]["grid"] == (4, 2, 1)
     assert seen[-1] == {"x_ptr": x, "y_ptr": y, "out_ptr": out, "n": 1024, "BLOCK": 256}
+    for size in (5, 2**31 - 1):  # a bare int is a 1-D grid, read as it is when valid
+        add_kernel[size](x, y, out, 64, BLOCK=256)
+        assert fake.launches[-1]["grid"] == (size, 1, 1)
+    add_kernel.run(x, y, out, 64, BLOCK=256, grid=(6,))
+    assert fake.launches[-1]["grid"] == (6, 1, 1)
     count = len(fake.launches)
     add_kernel[(0,)](x, y, out, 64, BLOCK=256)  # an empty grid launches nothing
     add_kernel[(3, 0)](x, y, out, 64, BLOCK=256)
+    add_kernel[0](x, y, out, 64, BLOCK=256)
+    assert len(fake.launches) == count
+    with pytest.raises(args_module.ArgumentError, match=r"grid -1 has a negative dimension"):
+        add_kernel[-1](x, y, out, 64, BLOCK=256)
+    with pytest.raises(args_module.ArgumentError, match=r"grid 2147483648: dimension x .* above the GPU launch limit"):
+        add_kernel[2**31](x, y, out, 64, BLOCK=256)
+    with pytest.raises(args_module.ArgumentError, match=r"grid \(-2,\) has a negative dimension"):
+        add_kernel[(-2,)](x, y, out, 64, BLOCK=256)
     assert len(fake.launches) == count
 
 
