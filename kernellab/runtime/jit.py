@@ -272,8 +272,9 @@ class Binder:
     def _generate(self, jit):
         """Straight-line Python for one launch, with the kernel's parameters as its own (Python
         binds the call). Per parameter, the branch for each type it may take, the kind's flags
-        folded in: a torch CUDA tensor gives its dtype, device and 16-byte alignment, a scalar
-        its specialization marker, a constexpr its type and value. These make a flat key
+        folded in: a torch CUDA tensor gives its dtype and its device (as ~device when not
+        16-byte aligned), a scalar its specialization marker (and None), a constexpr its type and
+        value. These make a flat key
         (options last) that equals `bind`'s key exactly when the calls share a specialization.
         `jit` None: return (key, runtime args). Else look the key up in `jit._launches` and
         launch; a miss or an argument the code doesn't know goes to `jit._slow`.
@@ -300,14 +301,13 @@ class Binder:
         key = []
         runtime = []
         for i, (name, kind) in enumerate(zip(params, kinds)):
-            k, e, f, r = f"_kl_k{i}", f"_kl_e{i}", f"_kl_f{i}", f"_kl_r{i}"
+            k, e, r = f"_kl_k{i}", f"_kl_e{i}", f"_kl_r{i}"
             if kind == _CONST:
                 lines += [f" {k} = {name}.__class__", f" if {k} is _kl_constexpr or {name} is _kl_MISSING:", "  " + slow]
                 key += [k, name]
                 continue
-            key += [k, e, f]
+            key += [k, e]  # a tensor's dtype and device (~device when unaligned), a scalar's marker
             runtime.append(r)
-            aligned = f"not {r} & 15" if kind & _ALIGN else "False"
             lines += [
                 f" _kl_c = {name}.__class__",
                 " if _kl_c in _kl_tensors:",
@@ -316,7 +316,7 @@ class Binder:
                 "   " + slow,
                 f"  {r} = {name}.data_ptr()",
                 f"  {k} = {name}.dtype",
-                f"  {f} = {aligned}",
+                *([f"  if {r} & 15:", f"   {e} = ~{e}"] if kind & _ALIGN else []),
                 " elif _kl_c is _kl_int:",
             ]
             if kind & _SPECIALIZE:
@@ -327,10 +327,10 @@ class Binder:
             marker = f"_kl_K_I32 if {name} & 15 else _kl_K_I32_16" if kind == _ALIGN | _SPECIALIZE else "_kl_K_I32"
             lines += [
                 f"   {k} = {marker}", f"   {r} = {name}", "  else:", "   " + slow,
-                f"  {e} = {f} = None",
-                " elif _kl_c is _kl_float:", f"  {k} = _kl_K_FP32", f"  {e} = {f} = None", f"  {r} = {name}",
-                " elif _kl_c is _kl_bool:", f"  {k} = _kl_K_I1", f"  {e} = {f} = None", f"  {r} = {name}",
-                f" elif {name} is None:", f"  {k} = _kl_K_NONE", f"  {e} = {f} = None", f"  {r} = _kl_DROP",
+                f"  {e} = None",
+                " elif _kl_c is _kl_float:", f"  {k} = _kl_K_FP32", f"  {e} = None", f"  {r} = {name}",
+                " elif _kl_c is _kl_bool:", f"  {k} = _kl_K_I1", f"  {e} = None", f"  {r} = {name}",
+                f" elif {name} is None:", f"  {k} = _kl_K_NONE", f"  {e} = None", f"  {r} = _kl_DROP",
                 "  _kl_drop = True",
                 " elif _kl_fast_class(_kl_c) == _kl_FAST_TENSOR:  # a tensor class not seen before",
                 f"  return _kl_retry(_kl_grid, {values[1:-1]}**_kl_options)",
