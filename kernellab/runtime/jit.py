@@ -356,9 +356,9 @@ class Binder:
             described = "{" + "".join(f"{name!r}: {name}, " for name in params) + "}"
             lines += [
                 " try:",
-                "  _kl_entry = _kl_launches.get(_kl_key)",
-                " except TypeError:  # an unhashable constexpr: bind says which",
-                f"  return {miss}",
+                "  _kl_entry = _kl_launches[_kl_key]",
+                " except (KeyError, TypeError):  # a miss, or an unhashable constexpr (bind says which)",
+                "  _kl_entry = None",  # (left outside the handler: errors raised on a miss stand alone)
                 " if _kl_entry is None:",
                 f"  return {miss}",
                 " if _kl_jit._reads:",
