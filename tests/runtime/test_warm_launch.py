@@ -483,8 +483,12 @@ def test_warm_launches_refuse_what_bind_refuses(monkeypatch, fresh_add_kernel):
     FakeDriver().install(monkeypatch)
     x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
     add_kernel[(1,)](x, y, out, 64, BLOCK=256)
-    with pytest.raises(args_module.ArgumentError, match="complex64 can't be passed"):
+    with pytest.raises(args_module.ArgumentError, match="complex64 can't be passed") as info:
         add_kernel[(1,)](x, FakeTensor(0x7F0000010000, FakeDtype("complex64")), out, 64, BLOCK=256)
+    chain = [info.value]
+    while chain[-1].__context__ is not None:
+        chain.append(chain[-1].__context__)
+    assert not any(isinstance(e, KeyError) for e in chain)  # not raised while handling the lookup's miss
     with pytest.raises(args_module.ArgumentError, match="arrays on different GPUs"):
         add_kernel[(1,)](x, y, FakeTensor(0x7F0000010000, device=1), 64, BLOCK=256)
     with pytest.raises(args_module.ArgumentError, match="is a CPU array"):
