@@ -154,7 +154,7 @@ class Binder:
         )
         self._parameters = list(params.values())
         self._key_function = None  # `fast`'s generated code (see _generate), or False
-        self._option_names: dict[tuple, bool] = {}  # launch options' names as given → all known
+        self._option_parts: dict[tuple, tuple | None] = {}  # launch options' items → _option_part
         self._tail_defaults = tuple(
             (name, d.value if isinstance(d, tl.constexpr) else d) for name, d in zip(self.names, self.defaults)
         )
@@ -402,15 +402,25 @@ class Binder:
     def _option_part(self, options: dict):
         """The launch options' part of a key: their names as given and their values (a dict's,
         extern_libs, as its items); None when a name is no option. Options given in another
-        order make another key for the same launch, remembered on its first call."""
+        order make another key for the same launch. Remembered by the options' items (a bounded
+        table), so a repeated launch finds it with one lookup."""
+        items = tuple(options.items())
+        try:
+            return self._option_parts[items]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable value (extern_libs' dict): made each time
+            return self._make_option_part(options)
+        part = self._make_option_part(options)
+        if len(self._option_parts) >= 64:  # bounded: the oldest options make room
+            self._option_parts.pop(next(iter(self._option_parts)), None)
+        self._option_parts[items] = part
+        return part
+
+    @staticmethod
+    def _make_option_part(options: dict):
         names = tuple(options)
-        known = self._option_names.get(names)
-        if known is None:
-            known = OPTION_NAMES.issuperset(names)
-            if len(self._option_names) >= 64:  # bounded: the oldest order of names makes room
-                self._option_names.pop(next(iter(self._option_names)), None)
-            self._option_names[names] = known
-        if not known:
+        if not OPTION_NAMES.issuperset(names):
             return None
         values = tuple(options.values())
         try:

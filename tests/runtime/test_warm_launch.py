@@ -8,6 +8,7 @@ back the way the real one would.
 
 import ctypes
 import itertools
+import pathlib
 import random
 import struct
 import threading
@@ -392,8 +393,30 @@ def test_keyword_order_and_option_orders_bind_alike():
         bound = binder.bind((t,), kwargs)
         assert runtime == bound.args == [t.ptr]
         keys.add((key, bound.key))
-        assert len(binder._option_names) <= 64
+        assert len(binder._option_parts) <= 64
     assert len({k for k, _ in keys}) == len({b for _, b in keys}) == 6  # one per set of options
+
+
+def test_option_parts_are_remembered_by_their_items():
+    """A launch's options make the same key part each time, remembered by their items; a name
+    that is no option makes none (bind explains it), and an unhashable value (extern_libs'
+    dict) is made each time, its items as the part."""
+    binder = many_constexprs_kernel.binder
+    for _ in range(2):
+        part = binder._option_part({"num_warps": 4, "num_stages": 2})
+        assert part == (("num_warps", "num_stages"), (4, 2))
+        assert binder._option_part({"num_warps": 4, "warmup": True}) is None
+        assert binder._option_part({"num_warps": 4, "bogus": 1}) is None
+        size = len(binder._option_parts)
+        libs = {"libdevice": pathlib.Path("/lib/libdevice.bc")}
+        assert binder._option_part({"extern_libs": libs}) == (("extern_libs",), ((("libdevice", "/lib/libdevice.bc"),),))
+        assert len(binder._option_parts) == size
+    assert binder._option_part({"num_stages": 2, "num_warps": 4}) == (("num_stages", "num_warps"), (2, 4))
+    t = FakeTensor(0x7F0000000000)
+    for options in ({"num_warps": 4}, {"num_warps": 8}, {"maxnreg": 128, "num_warps": 4}):
+        kwargs = {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5, **options}
+        key, _ = binder.fast((t,), kwargs)
+        assert key[-1] == (tuple(options), tuple(options.values()))
 
 
 # -- warm launches follow every specialization change -----------------------------------------
