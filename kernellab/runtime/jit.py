@@ -296,7 +296,6 @@ class Binder:
             f"def {fn_name}(_kl_grid, /, {defaults}*_kl_extra, **_kl_options):",
             " if _kl_extra or _kl_hooks:" if jit is not None else " if _kl_extra:",  # a profiler listens
             "  " + slow,
-            " _kl_drop = False",
         ]
         key = []
         runtime = []
@@ -320,7 +319,7 @@ class Binder:
                 " elif _kl_c is _kl_int:",
             ]
             if kind & _SPECIALIZE:
-                lines += [f"  if {name} == 1:", f"   {k} = _kl_K_ONE", f"   {r} = _kl_DROP", "   _kl_drop = True",
+                lines += [f"  if {name} == 1:", f"   {k} = _kl_K_ONE", f"   {r} = _kl_DROP",
                           f"  elif -0x80000000 <= {name} <= 0x7FFFFFFF:"]  # fmt: skip
             else:
                 lines += [f"  if -0x80000000 <= {name} <= 0x7FFFFFFF:"]
@@ -331,7 +330,6 @@ class Binder:
                 " elif _kl_c is _kl_float:", f"  {k} = _kl_K_FP32", f"  {e} = None", f"  {r} = {name}",
                 " elif _kl_c is _kl_bool:", f"  {k} = _kl_K_I1", f"  {e} = None", f"  {r} = {name}",
                 f" elif {name} is None:", f"  {k} = _kl_K_NONE", f"  {e} = None", f"  {r} = _kl_DROP",
-                "  _kl_drop = True",
                 " elif _kl_fast_class(_kl_c) == _kl_FAST_TENSOR:  # a tensor class not seen before",
                 f"  return _kl_retry(_kl_grid, {values[1:-1]}**_kl_options)",
                 " else:", "  " + slow,
@@ -339,7 +337,6 @@ class Binder:
         flat = "".join(k + ", " for k in key)
         # the runtime values a key kept (every one but None and specialized 1s), in order
         kept = [line for r in runtime for line in (f" if {r} is not _kl_DROP:", f"  _kl_kept.append({r})")]
-        listed = "(" + "".join(r + ", " for r in runtime) + ")"
         lines += [
             " if _kl_options:",  # launch options: their values join the key
             "  _kl_o = _kl_option_part(_kl_options)",
@@ -371,13 +368,8 @@ class Binder:
                 f"  _kl_x, _kl_y, _kl_z = _kl_grid_of(_kl_grid, {described})",
                 "  if not (_kl_x and _kl_y and _kl_z):",
                 "   return _kl_kernel",
-                " try:",
-                "  if _kl_drop:",
-                "   _kl_kept = []",
-                *[" " * 2 + line for line in kept],
-                "   _kl_launch(_kl_x, _kl_y, _kl_z, *_kl_kept)",
-                "  else:",
-                f"   _kl_launch(_kl_x, _kl_y, _kl_z, {listed[1:-1]})",
+                " try:",  # every runtime value: the launch leaves out those its key made constants
+                f"  _kl_launch(_kl_x, _kl_y, _kl_z, {''.join(r + ', ' for r in runtime)})",
                 " except _kl_GPU_ERRORS as _kl_error:",
                 f"  raise _kl_jit._fault(_kl_error, {values}, {{}})",
                 " return _kl_kernel",
@@ -601,8 +593,12 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             launcher = kernel._launcher or kernel._get_launcher()
             bind = getattr(launcher, "bind", None)
             if bind is not None:
+                # the warm path passes a value per runtime parameter: the launch leaves out
+                # those the key made constants (None, an int 1)
+                parts = [k for k, const in zip(bound.key, self.binder.is_constexpr) if not const]
+                constants = [i for i, k in enumerate(parts) if k[0] == "constexpr"]
                 try:
-                    self._launches[key] = (bind(where), kernel)
+                    self._launches[key] = (bind(where, constants), kernel)
                 except TypeError:  # an unhashable constexpr
                     pass
         if grid is None:

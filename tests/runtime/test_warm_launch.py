@@ -618,3 +618,28 @@ def _recording_launch(formats):
         return (CUresult(0),)
 
     return launch
+
+
+@needs_cuda_python
+@pytest.mark.parametrize("debug", [False, True], ids=["binding", "general path"])
+def test_constants_the_key_made_are_left_out_of_the_launch(monkeypatch, debug):
+    """The warm path passes every runtime value; the launch leaves out those its key made
+    constants (None, an int 1), through the binding and on the general path (a debug kernel
+    synchronizes after each launch)."""
+    monkeypatch.setattr(FakeDriver, "launch", _recording_launch(["Q", "Q", "f"]))  # x, out, scale
+    fake = FakeDriver().install(monkeypatch, stream=0x5E0)
+    fake_raw = driver._driver()
+    fake_raw.cuStreamSynchronize = lambda stream: (CUresult(0),)
+    bias_kernel.cache.clear()
+    bias_kernel._launches.clear()
+    rng = random.Random()
+    for _ in range(3):
+        x, out = FakeTensor(0x7F0000000000 + 0x100 * rng.randrange(64)), FakeTensor(0x7F0000100000)
+        scale = rng.uniform(-4, 4)
+        ck = bias_kernel[(2,)](x, None, out, 1, scale, BLOCK=128, debug=debug)
+        assert ck.metadata.options.debug == debug
+        assert fake.launches[-1]["args"] == [x.ptr, out.ptr, struct.unpack("=f", struct.pack("=f", scale))[0]]
+        assert fake.launches[-1]["stream"] == 0x5E0
+    assert len(fake.launches) == 3  # every launch through the binding (no cuLaunchKernelEx here)
+    bias_kernel.cache.clear()
+    bias_kernel._launches.clear()

@@ -322,16 +322,23 @@ class CudaLauncher:
         raw = self._raw_stream or self._stream_function()
         return 0 if raw is None else raw(device)
 
-    def bind(self, where: tuple[int, bool]):
+    def bind(self, where: tuple[int, bool], ignored=()):
         """The warm-path launch for `where` = (device, use torch's stream): a function
         `launch(gx, gy, gz, *args)` that packs the grid, torch's current stream and the
         arguments into a preallocated buffer (the calling thread's, see LaunchBuffers) with one
         `struct.pack_into` and makes one driver call (cuLaunchKernelEx through ctypes, else the
         binding's cuLaunchKernel, under the lock: its buffer is shared). `args` must
-        match the signature (the JIT's binder guarantees it) and the grid must be non-empty.
+        match the signature (the JIT's binder guarantees it) but for the positions in `ignored`,
+        values the kernel was specialized on (None, an int 1), which it takes and leaves out;
+        the grid must be non-empty.
         """
         device, use_torch = where
         fn = self.function(device)
+        ignored = frozenset(ignored)
+
+        def kept(args):
+            return [a for i, a in enumerate(args) if i not in ignored] if ignored else args
+
         nattrs = self._attributes[2]
         raw = driver.raw_launch_function() if self.use_raw_launch else None
         if (self._converters or self.debug or driver.device_count() > 1 or (nattrs and raw is None)
@@ -339,7 +346,7 @@ class CudaLauncher:
             # converted scalars, a synchronizing debug launch, a context to make current on
             # every launch (several GPUs), or tensor maps and scratch to give: the general path
             def launch_general(gx, gy, gz, *args):
-                self.run(args, (gx, gy, gz), None, where)
+                self.run(kept(args), (gx, gy, gz), None, where)
 
             return launch_general
         storage = self._storage
@@ -352,6 +359,7 @@ class CudaLauncher:
             launch = self._launch
 
             def launch_binding(gx, gy, gz, *args):
+                args = kept(args)
                 stream = current_stream(device) if current_stream is not None else 0
                 acquire()
                 try:
@@ -368,12 +376,13 @@ class CudaLauncher:
 
         # straight-line code with the arguments named and the fixed launch facts as literals:
         # no argument tuple is made or unpacked per launch
-        names = "".join(f"a{i}, " for i in range(self.nargs))
+        taken = "".join(f"a{i}, " for i in range(self.nargs + len(ignored)))
+        names = "".join(f"a{i}, " for i in range(self.nargs + len(ignored)) if i not in ignored)
         stream = "current_stream(device)" if current_stream is not None else "0"
         _, before, after = self._config
         words = "".join(f"{w}, " for w in before), "".join(f"{w}, " for w in after)
         source = "\n".join([
-            f"def launch_raw(gx, gy, gz, {names}):",
+            f"def launch_raw(gx, gy, gz, {taken}):",
             " buffer, config, params = buffers.ex",
             " try:",
             f"  pack(buffer, 0, gx, gy, gz, {words[0]}{stream}, {words[1]}{names})",
