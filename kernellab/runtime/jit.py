@@ -274,10 +274,11 @@ class Binder:
         binds the call). Per parameter, the branch for each type it may take, the kind's flags
         folded in: a torch CUDA tensor gives its dtype and its device (as ~device when not
         16-byte aligned), a scalar its specialization marker (and None), a constexpr its type and
-        value. These make a flat key
-        (options last) that equals `bind`'s key exactly when the calls share a specialization.
-        `jit` None: return (key, runtime args). Else look the key up in `jit._launches` and
-        launch; a miss or an argument the code doesn't know goes to `jit._slow`.
+        value. These make a flat key (options last) that equals `bind`'s key exactly when the
+        calls share a specialization. `jit` None: return (key, runtime args). Else look the key
+        up in `jit._launches` and launch with every runtime value (the launch leaves out those
+        the key made constants); a miss or an argument the code doesn't know goes to
+        `jit._slow`.
 
         False when a parameter's name would clash with the code's own names or with a launch
         option (bind gives such a parameter both meanings), or is not plain positional."""
