@@ -264,6 +264,15 @@ class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, as cuda.h declares it
 RAW_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
+def as_driver_function(callback):
+    """`callback` (a RAW_LAUNCH) called the way driver.raw_launch_function's cuLaunchKernelEx is:
+    through a ctypes function pointer with no argtypes, so ctypes passes the launcher's prepared
+    arguments as they are."""
+    function = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(callback, ctypes.c_void_p).value)
+    function.callback = callback  # keep the C callback alive as long as the pointer to it
+    return function
+
+
 @needs_cuda_python
 def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_kernel):
     """The warm path's direct cuLaunchKernelEx call (a ctypes function from the driver) gets the
@@ -282,7 +291,7 @@ def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_ker
         seen.append((fn, tuple(c.grid), tuple(c.block), c.shared, c.stream, c.attrs, c.num_attrs, args, extra))
         return 0
 
-    callback = proto(raw)
+    callback = as_driver_function(proto(raw))
     monkeypatch.setattr(driver, "raw_launch_function", lambda: callback)
     x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
     add_kernel[(3,)](x, y, out, 64, BLOCK=256)  # slow path: the binding
@@ -309,7 +318,7 @@ def _reading_launch(seen: list):
                          attributes=attributes, args=args))  # fmt: skip
         return 0
 
-    return RAW_LAUNCH(raw)
+    return as_driver_function(RAW_LAUNCH(raw))
 
 
 @needs_cuda_python
