@@ -9,9 +9,11 @@ objects with torch's surface (`get_device`, `data_ptr`, `dtype`; Python methods,
 slower than torch's C ones), the device facts are an H100's, and cuLaunchKernelEx is libm's
 `fegetround` called through ctypes with the same four arguments (a C function that returns 0
 and does nothing else), so each launch still binds the arguments, finds the specialization,
-reads torch's stream, packs the buffer and makes one ctypes call. Each figure is the best of 100
-runs of 2,000 launches, in µs per launch; the cases take turns, run by run, so a busy machine
-slows them alike, and short runs let the best one fall between other processes' work. Results go to benchmarks/results/launch-path-<host>-<date>.json.
+reads torch's stream, packs the buffer and makes one ctypes call (the last two rows: that call
+alone, with `c_void_p` arguments and with the prepared ones the launcher passes). Each figure
+is the best of 100 runs of 2,000 launches, in µs per launch; the cases take turns, run by run,
+so a busy machine slows them alike, and short runs let the best one fall between other
+processes' work. Results go to benchmarks/results/launch-path-<host>-<date>.json.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ os.environ.setdefault("KERNELLAB_CACHE_DIR", tempfile.mkdtemp(prefix="kl-launch-
 
 import kernellab as kl
 from kernellab.backends.nvidia import driver
+from kernellab.backends.nvidia.launcher import pointer_argument
 from kernellab.examples import add_kernel, layer_norm_kernel
 
 LAUNCHES, REPEATS = 2_000, 100
@@ -115,6 +118,7 @@ def cases(noop) -> list[tuple[str, object]]:
         return (kl.cdiv(meta["n_elements"], meta["BLOCK_SIZE"]),)
 
     pointer = ctypes.c_void_p(0x7F0000000000)
+    prepared = pointer_argument(0x7F0000000000)  # a byref: ctypes passes it without converting
     return [
         ("vector add, grid (1,) (gpu.py's case)", lambda: add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=1024)),
         ("vector add, grid function", lambda: add_kernel[by_meta](x, y, out, n, BLOCK_SIZE=1024)),
@@ -122,6 +126,7 @@ def cases(noop) -> list[tuple[str, object]]:
         ("vector add, n_elements=1 (a constant)", lambda: add_kernel[(1,)](x, y, out, 1, BLOCK_SIZE=1024)),
         ("layer norm forward, 9 arguments", lambda: layer_norm_kernel[(4,)](X, Y, W, B, mean, rstd, 4096, 4096, 1e-5, BLOCK_SIZE=1024)),
         ("the driver call alone (ctypes, 4 pointers)", lambda: noop(pointer, pointer, pointer, None)),
+        ("the driver call as the launcher makes it", lambda: noop(prepared, prepared, prepared, None)),
     ]  # fmt: skip
 
 

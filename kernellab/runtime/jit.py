@@ -11,8 +11,9 @@ with the kernel's own parameters (so Python binds the call), builds a key parame
 parameter (type dispatch by `value.__class__`, a tensor's dtype, device and `data_ptr() % 16`),
 one dict lookup finds the launch made for it the first time, and that launch packs the
 arguments into a preallocated buffer and calls the driver once (backends/nvidia/launcher.py).
-`kernel[grid]` returns the same function for the same grid tuple, its x already read when the
-grid is a 1-tuple of an int.
+`kernel[grid]` is that function bound to the grid (a method object: its one argument is
+prepended at no cost), the same one for the same grid tuple, and bound to the grid's x itself
+when the grid is a 1-tuple of a valid int.
 
 Where a launch runs follows from its arrays: CPU arrays (numpy, torch CPU tensors) run on the
 interpreter; torch CUDA tensors and `__cuda_array_interface__` objects compile for the GPU they
@@ -28,6 +29,7 @@ import inspect
 import keyword
 import os
 from dataclasses import dataclass
+from types import MethodType
 
 from kernellab.backends.arguments import (
     _HANDLERS,
@@ -74,6 +76,25 @@ _DROP = object()  # the warm path's runtime value of an argument the key made a 
 
 def _not_warm(grid, values, extra, options, key) -> None:
     """`Binder.fast`'s answer for a call that needs `bind`: None."""
+
+
+def grid_argument(grid):
+    """What the warm launch function takes for `grid`: an int, the grid's x, when the grid is a
+    1-tuple (or a bare int) of a valid program count, which the launch reads as it is; else the
+    grid itself (checked at each launch), a bare int made a grid function returning it."""
+    x = grid[0] if grid.__class__ is tuple and len(grid) == 1 else grid
+    if x.__class__ is int:
+        if 0 < x <= GRID_LIMITS[0]:
+            return x
+        if grid is x:  # an empty or invalid bare int: normalize_grid says what is wrong
+            return lambda meta: grid
+    return grid
+
+
+def bound_launch(warm, grid):
+    """`warm` with `grid` (see grid_argument) as its first argument: what `kernel[grid]` is."""
+    g = grid_argument(grid)
+    return functools.partial(warm, None) if g is None else MethodType(warm, g)
 
 
 def _option_key(value):
@@ -133,7 +154,7 @@ class Binder:
         )
         self._parameters = list(params.values())
         self._key_function = None  # `fast`'s generated code (see _generate), or False
-        self._option_names: dict[tuple, bool] = {}  # launch options' names as given → all known
+        self._option_parts: dict[tuple, tuple | None] = {}  # launch options' items → _option_part
         self._tail_defaults = tuple(
             (name, d.value if isinstance(d, tl.constexpr) else d) for name, d in zip(self.names, self.defaults)
         )
@@ -237,25 +258,27 @@ class Binder:
         if self._key_function is False:
             return None
         try:
-            return self._key_function(None, 0, *args, **kwargs)
+            return self._key_function(None, *args, **kwargs)
         except TypeError:  # Python refused the call (a name given twice, ...): bind explains it
             return None
 
     def warm(self, jit: JITFunction):
-        """The warm launch path of `jit`: a function `(grid, x, *args, **kwargs)` with the
-        kernel's own parameters (`x`: the grid's x when `grid` is a 1-tuple of a valid int, else
-        0), generated once (see `_generate`); None for a kernel whose parameter names it can't
-        take (bind handles every launch of it)."""
+        """The warm launch path of `jit`: a function `(grid, *args, **kwargs)` with the kernel's
+        own parameters (`grid` as `grid_argument` gives it), generated once (see `_generate`);
+        None for a kernel whose parameter names it can't take (bind handles every launch of
+        it)."""
         return self._generate(jit) or None
 
     def _generate(self, jit):
         """Straight-line Python for one launch, with the kernel's parameters as its own (Python
         binds the call). Per parameter, the branch for each type it may take, the kind's flags
-        folded in: a torch CUDA tensor gives its dtype, device and 16-byte alignment, a scalar
-        its specialization marker, a constexpr its type and value. These make a flat key
-        (options last) that equals `bind`'s key exactly when the calls share a specialization.
-        `jit` None: return (key, runtime args). Else look the key up in `jit._launches` and
-        launch; a miss or an argument the code doesn't know goes to `jit._slow`.
+        folded in: a torch CUDA tensor gives its dtype and its device (as ~device when not
+        16-byte aligned), a scalar its specialization marker (and None), a constexpr its type and
+        value. These make a flat key (options last) that equals `bind`'s key exactly when the
+        calls share a specialization. `jit` None: return (key, runtime args). Else look the key
+        up in `jit._launches` and launch with every runtime value (the launch leaves out those
+        the key made constants); a miss or an argument the code doesn't know goes to
+        `jit._slow`.
 
         False when a parameter's name would clash with the code's own names or with a launch
         option (bind gives such a parameter both meanings), or is not plain positional."""
@@ -271,22 +294,20 @@ class Binder:
         values = "(" + "".join(f"{name}, " for name in params) + ")"
         slow = f"return _kl_slow(_kl_grid, {values}, _kl_extra, _kl_options, None)"
         lines = [
-            f"def {fn_name}(_kl_grid, _kl_x, /, {defaults}*_kl_extra, **_kl_options):",
+            f"def {fn_name}(_kl_grid, /, {defaults}*_kl_extra, **_kl_options):",
             " if _kl_extra or _kl_hooks:" if jit is not None else " if _kl_extra:",  # a profiler listens
             "  " + slow,
-            " _kl_drop = False",
         ]
         key = []
         runtime = []
         for i, (name, kind) in enumerate(zip(params, kinds)):
-            k, e, f, r = f"_kl_k{i}", f"_kl_e{i}", f"_kl_f{i}", f"_kl_r{i}"
+            k, e, r = f"_kl_k{i}", f"_kl_e{i}", f"_kl_r{i}"
             if kind == _CONST:
                 lines += [f" {k} = {name}.__class__", f" if {k} is _kl_constexpr or {name} is _kl_MISSING:", "  " + slow]
                 key += [k, name]
                 continue
-            key += [k, e, f]
+            key += [k, e]  # a tensor's dtype and device (~device when unaligned), a scalar's marker
             runtime.append(r)
-            aligned = f"not {r} & 15" if kind & _ALIGN else "False"
             lines += [
                 f" _kl_c = {name}.__class__",
                 " if _kl_c in _kl_tensors:",
@@ -295,30 +316,28 @@ class Binder:
                 "   " + slow,
                 f"  {r} = {name}.data_ptr()",
                 f"  {k} = {name}.dtype",
-                f"  {f} = {aligned}",
+                *([f"  if {r} & 15:", f"   {e} = ~{e}"] if kind & _ALIGN else []),
                 " elif _kl_c is _kl_int:",
             ]
             if kind & _SPECIALIZE:
-                lines += [f"  if {name} == 1:", f"   {k} = _kl_K_ONE", f"   {r} = _kl_DROP", "   _kl_drop = True",
+                lines += [f"  if {name} == 1:", f"   {k} = _kl_K_ONE", f"   {r} = _kl_DROP",
                           f"  elif -0x80000000 <= {name} <= 0x7FFFFFFF:"]  # fmt: skip
             else:
                 lines += [f"  if -0x80000000 <= {name} <= 0x7FFFFFFF:"]
             marker = f"_kl_K_I32 if {name} & 15 else _kl_K_I32_16" if kind == _ALIGN | _SPECIALIZE else "_kl_K_I32"
             lines += [
                 f"   {k} = {marker}", f"   {r} = {name}", "  else:", "   " + slow,
-                f"  {e} = {f} = None",
-                " elif _kl_c is _kl_float:", f"  {k} = _kl_K_FP32", f"  {e} = {f} = None", f"  {r} = {name}",
-                " elif _kl_c is _kl_bool:", f"  {k} = _kl_K_I1", f"  {e} = {f} = None", f"  {r} = {name}",
-                f" elif {name} is None:", f"  {k} = _kl_K_NONE", f"  {e} = {f} = None", f"  {r} = _kl_DROP",
-                "  _kl_drop = True",
+                f"  {e} = None",
+                " elif _kl_c is _kl_float:", f"  {k} = _kl_K_FP32", f"  {e} = None", f"  {r} = {name}",
+                " elif _kl_c is _kl_bool:", f"  {k} = _kl_K_I1", f"  {e} = None", f"  {r} = {name}",
+                f" elif {name} is None:", f"  {k} = _kl_K_NONE", f"  {e} = None", f"  {r} = _kl_DROP",
                 " elif _kl_fast_class(_kl_c) == _kl_FAST_TENSOR:  # a tensor class not seen before",
-                f"  return _kl_retry(_kl_grid, _kl_x, {values[1:-1]}**_kl_options)",
+                f"  return _kl_retry(_kl_grid, {values[1:-1]}**_kl_options)",
                 " else:", "  " + slow,
             ]  # fmt: skip
         flat = "".join(k + ", " for k in key)
         # the runtime values a key kept (every one but None and specialized 1s), in order
         kept = [line for r in runtime for line in (f" if {r} is not _kl_DROP:", f"  _kl_kept.append({r})")]
-        listed = "(" + "".join(r + ", " for r in runtime) + ")"
         lines += [
             " if _kl_options:",  # launch options: their values join the key
             "  _kl_o = _kl_option_part(_kl_options)",
@@ -335,27 +354,23 @@ class Binder:
             described = "{" + "".join(f"{name!r}: {name}, " for name in params) + "}"
             lines += [
                 " try:",
-                "  _kl_entry = _kl_launches.get(_kl_key)",
-                " except TypeError:  # an unhashable constexpr: bind says which",
-                f"  return {miss}",
+                "  _kl_entry = _kl_launches[_kl_key]",
+                " except (KeyError, TypeError):  # a miss, or an unhashable constexpr (bind says which)",
+                "  _kl_entry = None",  # (left outside the handler: errors raised on a miss stand alone)
                 " if _kl_entry is None:",
                 f"  return {miss}",
                 " if _kl_jit._reads:",
                 "  _kl_jit._check_globals()",
                 " _kl_launch, _kl_kernel = _kl_entry",
-                " if _kl_x:",  # the grid's x when it is a 1-tuple of a valid int (see JITFunction)
+                " if _kl_grid.__class__ is _kl_int:",  # the grid's x (see grid_argument)
+                "  _kl_x = _kl_grid",
                 "  _kl_y = _kl_z = 1",
                 " else:",
                 f"  _kl_x, _kl_y, _kl_z = _kl_grid_of(_kl_grid, {described})",
                 "  if not (_kl_x and _kl_y and _kl_z):",
                 "   return _kl_kernel",
-                " try:",
-                "  if _kl_drop:",
-                "   _kl_kept = []",
-                *[" " * 2 + line for line in kept],
-                "   _kl_launch(_kl_x, _kl_y, _kl_z, *_kl_kept)",
-                "  else:",
-                f"   _kl_launch(_kl_x, _kl_y, _kl_z, {listed[1:-1]})",
+                " try:",  # every runtime value: the launch leaves out those its key made constants
+                f"  _kl_launch(_kl_x, _kl_y, _kl_z, {''.join(r + ', ' for r in runtime)})",
                 " except _kl_GPU_ERRORS as _kl_error:",
                 f"  raise _kl_jit._fault(_kl_error, {values}, {{}})",
                 " return _kl_kernel",
@@ -380,15 +395,25 @@ class Binder:
     def _option_part(self, options: dict):
         """The launch options' part of a key: their names as given and their values (a dict's,
         extern_libs, as its items); None when a name is no option. Options given in another
-        order make another key for the same launch, remembered on its first call."""
+        order make another key for the same launch. Remembered by the options' items (a bounded
+        table), so a repeated launch finds it with one lookup."""
+        items = tuple(options.items())
+        try:
+            return self._option_parts[items]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable value (extern_libs' dict): made each time
+            return self._make_option_part(options)
+        part = self._make_option_part(options)
+        if len(self._option_parts) >= 64:  # bounded: the oldest options make room
+            self._option_parts.pop(next(iter(self._option_parts)), None)
+        self._option_parts[items] = part
+        return part
+
+    @staticmethod
+    def _make_option_part(options: dict):
         names = tuple(options)
-        known = self._option_names.get(names)
-        if known is None:
-            known = OPTION_NAMES.issuperset(names)
-            if len(self._option_names) >= 64:  # bounded: the oldest order of names makes room
-                self._option_names.pop(next(iter(self._option_names)), None)
-            self._option_names[names] = known
-        if not known:
+        if not OPTION_NAMES.issuperset(names):
             return None
         values = tuple(options.values())
         try:
@@ -497,13 +522,9 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         last = self._last_grid
         if last[0] is grid:  # the same grid tuple again (a constant in the caller's code)
             return last[1]
-        if grid.__class__ is not tuple:  # a grid function is not kept: it may hold tensors
-            return functools.partial(self._warm or self._warm_path(), grid, 0)
-        x = 0  # the grid's x when it is a 1-tuple of a valid int: the warm path takes it as is
-        if len(grid) == 1 and grid[0].__class__ is int and 0 < grid[0] <= GRID_LIMITS[0]:
-            x = grid[0]
-        launch = functools.partial(self._warm or self._warm_path(), grid, x)
-        self._last_grid = (grid, launch)
+        launch = bound_launch(self._warm or self._warm_path(), grid)
+        if grid.__class__ is tuple:  # a grid function is not kept: it may hold tensors
+            self._last_grid = (grid, launch)
         return launch
 
     def _warm_path(self):
@@ -516,16 +537,18 @@ class JITFunction(KernelInterface, tl.KernelFunction):
         """Bind, look up (or compile) the specialization, and launch it on `grid` unless `warmup`."""
         if warmup:
             return self._slow(grid, args, kwargs, True)
-        return (self._warm or self._warm_path())(grid, 0, *args, **kwargs)
+        return (self._warm or self._warm_path())(grid_argument(grid), *args, **kwargs)
 
-    def _launch_unbound(self, grid, x, *args, **kwargs) -> CompiledKernel:
+    def _launch_unbound(self, grid, *args, **kwargs) -> CompiledKernel:
         """A launch of a kernel that has no warm path: bind every time."""
-        return self._slow(grid, args, kwargs, False)
+        return self._slow((grid,) if grid.__class__ is int else grid, args, kwargs, False)
 
     def _launch_slowly(self, grid, values: tuple, extra: tuple, options: dict, key) -> CompiledKernel:
         """The warm path's way out: the call it was given, rebuilt for `_slow` (all positional
         when there were extra positional arguments, else by name, missing ones left out);
         `key` is the warm key to remember the launch under, None when the call has none."""
+        if grid.__class__ is int:  # the grid's x (see grid_argument)
+            grid = (grid,)
         if extra:
             args, kwargs = (*values, *extra), options
         else:
@@ -571,8 +594,12 @@ class JITFunction(KernelInterface, tl.KernelFunction):
             launcher = kernel._launcher or kernel._get_launcher()
             bind = getattr(launcher, "bind", None)
             if bind is not None:
+                # the warm path passes a value per runtime parameter: the launch leaves out
+                # those the key made constants (None, an int 1)
+                parts = [k for k, const in zip(bound.key, self.binder.is_constexpr) if not const]
+                constants = [i for i, k in enumerate(parts) if k[0] == "constexpr"]
                 try:
-                    self._launches[key] = (bind(where), kernel)
+                    self._launches[key] = (bind(where, constants), kernel)
                 except TypeError:  # an unhashable constexpr
                     pass
         if grid is None:

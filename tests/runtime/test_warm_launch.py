@@ -8,8 +8,10 @@ back the way the real one would.
 
 import ctypes
 import itertools
+import pathlib
 import random
 import struct
+import threading
 import types
 
 import numpy as np
@@ -254,6 +256,23 @@ def test_a_failed_warm_launch_raises_the_drivers_error(monkeypatch, fresh_add_ke
     assert info.value.sticky and "The CUDA context is lost" in str(info.value)
 
 
+class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, as cuda.h declares it
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]  # fmt: skip
+
+
+RAW_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def as_driver_function(callback):
+    """`callback` (a RAW_LAUNCH) called the way driver.raw_launch_function's cuLaunchKernelEx is:
+    through a ctypes function pointer with no argtypes, so ctypes passes the launcher's prepared
+    arguments as they are."""
+    function = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.cast(callback, ctypes.c_void_p).value)
+    function.callback = callback  # keep the C callback alive as long as the pointer to it
+    return function
+
+
 @needs_cuda_python
 def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_kernel):
     """The warm path's direct cuLaunchKernelEx call (a ctypes function from the driver) gets the
@@ -262,12 +281,7 @@ def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_ker
     fake = FakeDriver().install(monkeypatch, stream=0xBEEF0)
     monkeypatch.setattr(driver, "get_function", lambda module, name: 0xF00D)
     seen = []
-
-    class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, as cuda.h declares it
-        _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
-                    ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]  # fmt: skip
-
-    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    proto = RAW_LAUNCH
 
     def raw(config, fn, params, extra):
         c = LaunchConfig.from_address(config)
@@ -277,7 +291,7 @@ def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_ker
         seen.append((fn, tuple(c.grid), tuple(c.block), c.shared, c.stream, c.attrs, c.num_attrs, args, extra))
         return 0
 
-    callback = proto(raw)
+    callback = as_driver_function(proto(raw))
     monkeypatch.setattr(driver, "raw_launch_function", lambda: callback)
     x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
     add_kernel[(3,)](x, y, out, 64, BLOCK=256)  # slow path: the binding
@@ -288,6 +302,84 @@ def test_the_ctypes_launch_passes_the_same_parameters(monkeypatch, fresh_add_ker
         (0xF00D, (5, 1, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [x.ptr, y.ptr, out.ptr, 80], None),
         (0xF00D, (2, 2, 1), (128, 1, 1), 0, 0xBEEF0, None, 0, [y.ptr, x.ptr, out.ptr, 96], None),
     ]
+
+
+def _reading_launch(seen: list):
+    """A stand-in cuLaunchKernelEx that reads add_kernel's launch back (the function, the
+    CUlaunchConfig, its attributes' ids and values, the four parameters) into `seen`."""
+
+    def raw(config, fn, params, extra):
+        c = LaunchConfig.from_address(config)
+        slots = (ctypes.c_void_p * 4).from_address(params)
+        args = [ctypes.c_uint64.from_address(slots[i]).value for i in range(3)]
+        args.append(ctypes.c_int32.from_address(slots[3]).value)
+        attributes = [struct.unpack_from("=I4xi", ctypes.string_at(c.attrs + 72 * i, 72)) for i in range(c.num_attrs)]
+        seen.append(dict(fn=fn, grid=tuple(c.grid), block=tuple(c.block), shared=c.shared, stream=c.stream,
+                         attributes=attributes, args=args))  # fmt: skip
+        return 0
+
+    return as_driver_function(RAW_LAUNCH(raw))
+
+
+@needs_cuda_python
+def test_threads_launching_one_kernel_pack_their_own_buffers(monkeypatch, fresh_add_kernel):
+    """Threads launching the same kernel at once: the driver reads each launch's own grid and
+    arguments (each thread packs its own buffer; the stand-in driver, Python code, lets the
+    other threads run between a launch's packing and its reading)."""
+    FakeDriver().install(monkeypatch)
+    monkeypatch.setattr(driver, "get_function", lambda module, name: 0xF00D)
+    seen = []
+    callback = _reading_launch(seen)
+    monkeypatch.setattr(driver, "raw_launch_function", lambda: callback)
+    x0, y0, out0 = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
+    add_kernel[(1,)](x0, y0, out0, 64, BLOCK=256)  # compiled and bound once, before the threads
+    seen.clear()
+    n_threads, launches = 4, 300
+    start = threading.Barrier(n_threads)
+
+    def launch_many(t: int):
+        start.wait()
+        for i in range(launches):
+            x, y, out = (FakeTensor(0x7F0000000000 + 0x100000 * t + 0x1000 * (3 * i + j)) for j in range(3))
+            add_kernel[(t + 1, i + 1)](x, y, out, 16 * (t * launches + i), BLOCK=256)
+
+    threads = [threading.Thread(target=launch_many, args=(t,)) for t in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == n_threads * launches
+    for launch in seen:
+        t, i = launch["grid"][0] - 1, launch["grid"][1] - 1
+        base = 0x7F0000000000 + 0x100000 * t + 0x1000 * 3 * i
+        assert launch["args"] == [base, base + 0x1000, base + 0x2000, 16 * (t * launches + i)]
+    assert len({launch["args"][3] for launch in seen}) == len(seen)
+
+
+@needs_cuda_python
+def test_launch_attributes_reach_cuLaunchKernelEx(monkeypatch, fresh_add_kernel):
+    """launch_pdl and launch_cooperative_grid go to the driver as CUlaunchAttributes, on the
+    first launch (the general path) and on warm ones, with the grid, block, stream and arguments
+    of each launch."""
+    FakeDriver().install(monkeypatch, stream=0x5EA0)
+    monkeypatch.setattr(driver, "get_function", lambda module, name: 0xF00D)
+    seen = []
+    callback = _reading_launch(seen)
+    monkeypatch.setattr(driver, "raw_launch_function", lambda: callback)
+    ptrs = itertools.count(0x7F0000000000, 0x1000)
+    for i, grid in enumerate([(3,), (3,), (2, 5), (7,)]):
+        x, y, out = (FakeTensor(next(ptrs)) for _ in range(3))
+        n = 1024 + 16 * random.randrange(100)
+        add_kernel[grid](x, y, out, n, BLOCK=256, num_warps=2, launch_pdl=True, launch_cooperative_grid=i % 2 == 1)
+        launch = seen[-1]
+        assert launch["grid"] == (*grid, 1, 1)[:3] and launch["block"] == (64, 1, 1)
+        assert launch["fn"] == 0xF00D and launch["stream"] == 0x5EA0 and launch["shared"] == 0
+        expected = [(driver.LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1)]
+        if i % 2:
+            expected.insert(0, (driver.LAUNCH_ATTRIBUTE_COOPERATIVE, 1))
+        assert launch["attributes"] == expected
+        assert launch["args"] == [x.ptr, y.ptr, out.ptr, n]
+    assert len(seen) == 4
 
 
 @kl.jit
@@ -310,8 +402,30 @@ def test_keyword_order_and_option_orders_bind_alike():
         bound = binder.bind((t,), kwargs)
         assert runtime == bound.args == [t.ptr]
         keys.add((key, bound.key))
-        assert len(binder._option_names) <= 64
+        assert len(binder._option_parts) <= 64
     assert len({k for k, _ in keys}) == len({b for _, b in keys}) == 6  # one per set of options
+
+
+def test_option_parts_are_remembered_by_their_items():
+    """A launch's options make the same key part each time, remembered by their items; a name
+    that is no option makes none (bind explains it), and an unhashable value (extern_libs'
+    dict) is made each time, its items as the part."""
+    binder = many_constexprs_kernel.binder
+    for _ in range(2):
+        part = binder._option_part({"num_warps": 4, "num_stages": 2})
+        assert part == (("num_warps", "num_stages"), (4, 2))
+        assert binder._option_part({"num_warps": 4, "warmup": True}) is None
+        assert binder._option_part({"num_warps": 4, "bogus": 1}) is None
+        size = len(binder._option_parts)
+        libs = {"libdevice": pathlib.Path("/lib/libdevice.bc")}
+        assert binder._option_part({"extern_libs": libs}) == (("extern_libs",), ((("libdevice", "/lib/libdevice.bc"),),))
+        assert len(binder._option_parts) == size
+    assert binder._option_part({"num_stages": 2, "num_warps": 4}) == (("num_stages", "num_warps"), (2, 4))
+    t = FakeTensor(0x7F0000000000)
+    for options in ({"num_warps": 4}, {"num_warps": 8}, {"maxnreg": 128, "num_warps": 4}):
+        kwargs = {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5, **options}
+        key, _ = binder.fast((t,), kwargs)
+        assert key[-1] == (tuple(options), tuple(options.values()))
 
 
 # -- warm launches follow every specialization change -----------------------------------------
@@ -334,7 +448,7 @@ def _packed_arguments(ck, raw: bool) -> list:
     if not raw:
         return list(launcher._args_struct.unpack_from(launcher._storage))
     layout = struct.Struct(driver.LAUNCH_CONFIG_FORMAT + launcher._args_struct.format.lstrip("="))
-    return list(layout.unpack_from(launcher._ex[1]))[10:]
+    return list(layout.unpack_from(launcher._buffers.ex[0]))[10:]
 
 
 def _cases():
@@ -401,8 +515,12 @@ def test_warm_launches_refuse_what_bind_refuses(monkeypatch, fresh_add_kernel):
     FakeDriver().install(monkeypatch)
     x, y, out = (FakeTensor(0x7F0000000000 + 0x1000 * i) for i in range(3))
     add_kernel[(1,)](x, y, out, 64, BLOCK=256)
-    with pytest.raises(args_module.ArgumentError, match="complex64 can't be passed"):
+    with pytest.raises(args_module.ArgumentError, match="complex64 can't be passed") as info:
         add_kernel[(1,)](x, FakeTensor(0x7F0000010000, FakeDtype("complex64")), out, 64, BLOCK=256)
+    chain = [info.value]
+    while chain[-1].__context__ is not None:
+        chain.append(chain[-1].__context__)
+    assert not any(isinstance(e, KeyError) for e in chain)  # not raised while handling the lookup's miss
     with pytest.raises(args_module.ArgumentError, match="arrays on different GPUs"):
         add_kernel[(1,)](x, y, FakeTensor(0x7F0000010000, device=1), 64, BLOCK=256)
     with pytest.raises(args_module.ArgumentError, match="is a CPU array"):
@@ -444,9 +562,22 @@ def test_one_grid_object_launches_what_it_holds_at_each_call(monkeypatch, fresh_
     add_kernel[by_meta](x, y, out, 1024, BLOCK=256)
     assert fake.launches[-1]["grid"] == (4, 2, 1)
     assert seen[-1] == {"x_ptr": x, "y_ptr": y, "out_ptr": out, "n": 1024, "BLOCK": 256}
+    for size in (5, 2**31 - 1):  # a bare int is a 1-D grid, read as it is when valid
+        add_kernel[size](x, y, out, 64, BLOCK=256)
+        assert fake.launches[-1]["grid"] == (size, 1, 1)
+    add_kernel.run(x, y, out, 64, BLOCK=256, grid=(6,))
+    assert fake.launches[-1]["grid"] == (6, 1, 1)
     count = len(fake.launches)
     add_kernel[(0,)](x, y, out, 64, BLOCK=256)  # an empty grid launches nothing
     add_kernel[(3, 0)](x, y, out, 64, BLOCK=256)
+    add_kernel[0](x, y, out, 64, BLOCK=256)
+    assert len(fake.launches) == count
+    with pytest.raises(args_module.ArgumentError, match=r"grid -1 has a negative dimension"):
+        add_kernel[-1](x, y, out, 64, BLOCK=256)
+    with pytest.raises(args_module.ArgumentError, match=r"grid 2147483648: dimension x .* above the GPU launch limit"):
+        add_kernel[2**31](x, y, out, 64, BLOCK=256)
+    with pytest.raises(args_module.ArgumentError, match=r"grid \(-2,\) has a negative dimension"):
+        add_kernel[(-2,)](x, y, out, 64, BLOCK=256)
     assert len(fake.launches) == count
 
 
@@ -496,3 +627,28 @@ def _recording_launch(formats):
         return (CUresult(0),)
 
     return launch
+
+
+@needs_cuda_python
+@pytest.mark.parametrize("debug", [False, True], ids=["binding", "general path"])
+def test_constants_the_key_made_are_left_out_of_the_launch(monkeypatch, debug):
+    """The warm path passes every runtime value; the launch leaves out those its key made
+    constants (None, an int 1), through the binding and on the general path (a debug kernel
+    synchronizes after each launch)."""
+    monkeypatch.setattr(FakeDriver, "launch", _recording_launch(["Q", "Q", "f"]))  # x, out, scale
+    fake = FakeDriver().install(monkeypatch, stream=0x5E0)
+    fake_raw = driver._driver()
+    fake_raw.cuStreamSynchronize = lambda stream: (CUresult(0),)
+    bias_kernel.cache.clear()
+    bias_kernel._launches.clear()
+    rng = random.Random()
+    for _ in range(3):
+        x, out = FakeTensor(0x7F0000000000 + 0x100 * rng.randrange(64)), FakeTensor(0x7F0000100000)
+        scale = rng.uniform(-4, 4)
+        ck = bias_kernel[(2,)](x, None, out, 1, scale, BLOCK=128, debug=debug)
+        assert ck.metadata.options.debug == debug
+        assert fake.launches[-1]["args"] == [x.ptr, out.ptr, struct.unpack("=f", struct.pack("=f", scale))[0]]
+        assert fake.launches[-1]["stream"] == 0x5E0
+    assert len(fake.launches) == 3  # every launch through the binding (no cuLaunchKernelEx here)
+    bias_kernel.cache.clear()
+    bias_kernel._launches.clear()

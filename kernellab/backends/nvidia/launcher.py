@@ -9,10 +9,11 @@ device.
 Two ways in: `run(args, grid, trace, where)` (CompiledKernel launches: checks the arguments, makes
 the context current, calls the binding's cuLaunchKernel) and `bind(where)`, the JIT's warm path:
 a function generated for the kernel, `launch(gx, gy, gz, *args)` with its arguments named and
-the block size, shared memory and launch attributes written in as literals, that packs the grid,
-the stream and the arguments into one buffer laid out as a CUlaunchConfig followed by the
-parameters, and calls cuLaunchKernelEx through ctypes with four prepared pointers, so no
-argument is converted per launch.
+the block size, shared memory and launch attributes written in as literals (folded into 8-byte
+words: fewer values to pack), that packs the grid, the stream and the arguments into the calling
+thread's buffer, laid out as a CUlaunchConfig followed by the parameters, and calls
+cuLaunchKernelEx through ctypes with prepared pointer arguments (`ctypes.byref` objects, which
+ctypes passes as they are), so no argument is converted and no lock is taken per launch.
 
 Launches go on torch's current stream when torch tensors were passed, else on the default stream.
 """
@@ -136,6 +137,38 @@ def plan_parameters(params: list[str], signature: list[str]) -> tuple[str, list[
     return fmt, offsets, offset, converters, extras
 
 
+def launch_config(threads: int, shared: int, attrs: int, nattrs: int) -> tuple[str, tuple, tuple]:
+    """A CUlaunchConfig (driver.LAUNCH_CONFIG_FORMAT) as (struct format, words, words) to pack
+    as `gx, gy, gz, *words, stream, *words`: its fixed fields (block size, shared memory, the
+    launch attributes) folded into 8-byte words, and into padding (zeros) where they are all
+    zero, so a launch packs 6 values where the fields are 12."""
+    before = struct.unpack("=2Q", struct.pack("=4I", threads, 1, 1, shared))
+    tail = struct.pack("=QI12x", attrs, nattrs)
+    after = struct.unpack("=3Q", tail) if any(tail) else ()
+    return "=3I2Q4xQ" + ("3Q" if after else "24x"), before, after
+
+
+def pointer_argument(address: int):
+    """`address` as a ctypes call argument passed as it is: ctypes makes a new argument object
+    from a `c_void_p` at every call, but takes a `byref`'s as it is."""
+    return ctypes.byref(ctypes.c_char.from_address(address))
+
+
+class LaunchBuffers(threading.local):
+    """The calling thread's buffer for cuLaunchKernelEx: `.ex` is (buffer, config, params), a
+    CUlaunchConfig followed by the kernel parameters and the call's pointer arguments to both,
+    made once per thread. Threads launching one kernel each pack their own buffer, so they take
+    no lock: the driver reads the buffer while the call has released the GIL, and another
+    thread may be packing then."""
+
+    def __init__(self, size: int, offsets: list[int]):
+        buffer = ctypes.create_string_buffer(driver.LAUNCH_CONFIG_BYTES + size)
+        base = ctypes.addressof(buffer) + driver.LAUNCH_CONFIG_BYTES
+        pointers = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        # a byref keeps its object alive: the buffer and the kernelParams array pointing into it
+        self.ex = (buffer, ctypes.byref(buffer), ctypes.byref(pointers) if offsets else None)
+
+
 def ptx_signature(params: list[str]) -> Signature:
     """The Signature of a kernel known only by its PTX parameter types (resumed from text)."""
     return Signature((f"arg{i}", _PTX_SIG.get(p, "u64")) for i, p in enumerate(params))
@@ -171,8 +204,6 @@ class CudaLauncher:
         # the user arguments alone: trailing extra parameters stay zero in the buffer
         self._args_struct = struct.Struct(plan_parameters(params[: self.nargs], self.signature)[0])
         self._storage = ctypes.create_string_buffer(max(total, 1))
-        self._storage_size, self._offsets = total, offsets
-        self._ex = None  # the warm path's launch buffer (see _config_buffer)
         base = ctypes.addressof(self._storage)
         self._pointers = (ctypes.c_void_p * max(len(params), 1))(*[base + o for o in offsets])
         self._params_address = ctypes.addressof(self._pointers) if params else 0
@@ -201,6 +232,11 @@ class CudaLauncher:
         ]
         # launch attributes (cooperative grid, PDL): set through cuLaunchKernelEx only
         self._attributes = driver.launch_attributes([a for a in requested if a is not None])
+        # cuLaunchKernelEx's buffer (each thread its own) and its layout (see launch_config)
+        self._buffers = LaunchBuffers(max(total, 1), offsets)
+        self._config = launch_config(self.threads, self.shared, *self._attributes[1:])
+        params = self._struct if self._fills_extras else self._args_struct
+        self._ex_pack = struct.Struct(self._config[0] + params.format.lstrip("=")).pack_into
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -286,23 +322,31 @@ class CudaLauncher:
         raw = self._raw_stream or self._stream_function()
         return 0 if raw is None else raw(device)
 
-    def bind(self, where: tuple[int, bool]):
+    def bind(self, where: tuple[int, bool], ignored=()):
         """The warm-path launch for `where` = (device, use torch's stream): a function
         `launch(gx, gy, gz, *args)` that packs the grid, torch's current stream and the
-        arguments into a preallocated buffer with one `struct.pack_into` and makes one driver
-        call (cuLaunchKernelEx through ctypes, else the binding's cuLaunchKernel). `args` must
-        match the signature (the JIT's binder guarantees it) and the grid must be non-empty.
+        arguments into a preallocated buffer (the calling thread's, see LaunchBuffers) with one
+        `struct.pack_into` and makes one driver call (cuLaunchKernelEx through ctypes, else the
+        binding's cuLaunchKernel, under the lock: its buffer is shared). `args` must
+        match the signature (the JIT's binder guarantees it) but for the positions in `ignored`,
+        values the kernel was specialized on (None, an int 1), which it takes and leaves out;
+        the grid must be non-empty.
         """
         device, use_torch = where
         fn = self.function(device)
-        _, attrs, nattrs = self._attributes
+        ignored = frozenset(ignored)
+
+        def kept(args):
+            return [a for i, a in enumerate(args) if i not in ignored] if ignored else args
+
+        nattrs = self._attributes[2]
         raw = driver.raw_launch_function() if self.use_raw_launch else None
         if (self._converters or self.debug or driver.device_count() > 1 or (nattrs and raw is None)
                 or self._fills_extras):  # fmt: skip
             # converted scalars, a synchronizing debug launch, a context to make current on
             # every launch (several GPUs), or tensor maps and scratch to give: the general path
             def launch_general(gx, gy, gz, *args):
-                self.run(args, (gx, gy, gz), None, where)
+                self.run(kept(args), (gx, gy, gz), None, where)
 
             return launch_general
         storage = self._storage
@@ -315,6 +359,7 @@ class CudaLauncher:
             launch = self._launch
 
             def launch_binding(gx, gy, gz, *args):
+                args = kept(args)
                 stream = current_stream(device) if current_stream is not None else 0
                 acquire()
                 try:
@@ -329,47 +374,32 @@ class CudaLauncher:
 
             return launch_binding
 
-        pack, buffer, config, params_ptr = self._config_buffer()
         # straight-line code with the arguments named and the fixed launch facts as literals:
         # no argument tuple is made or unpacked per launch
-        names = "".join(f"a{i}, " for i in range(self.nargs))
+        taken = "".join(f"a{i}, " for i in range(self.nargs + len(ignored)))
+        names = "".join(f"a{i}, " for i in range(self.nargs + len(ignored)) if i not in ignored)
         stream = "current_stream(device)" if current_stream is not None else "0"
+        _, before, after = self._config
+        words = "".join(f"{w}, " for w in before), "".join(f"{w}, " for w in after)
         source = "\n".join([
-            f"def launch_raw(gx, gy, gz, {names}):",
-            f" stream = {stream}",
-            " acquire()",
+            f"def launch_raw(gx, gy, gz, {taken}):",
+            " buffer, config, params = buffers.ex",
             " try:",
-            f"  pack(buffer, 0, gx, gy, gz, {threads}, 1, 1, {shared}, stream, {attrs}, {nattrs}, {names})",
-            "  err = raw(config, fn_ptr, params_ptr, None)",
+            f"  pack(buffer, 0, gx, gy, gz, {words[0]}{stream}, {words[1]}{names})",
             " except struct_error:",
             f"  raise argument_error(({names})) from None",
-            " finally:",
-            "  release()",
+            " err = raw(config, function, params, None)",
             " if err:",
             f"  failed(err, ({names}), (gx, gy, gz), where)",
         ])  # fmt: skip
         namespace = {
-            "current_stream": current_stream, "device": device, "acquire": acquire, "release": release,
-            "pack": pack, "buffer": buffer, "raw": raw, "config": config, "fn_ptr": ctypes.c_void_p(int(fn)),
-            "params_ptr": params_ptr, "struct_error": struct.error, "argument_error": self._argument_error,
+            "current_stream": current_stream, "device": device, "buffers": self._buffers,
+            "pack": self._ex_pack, "raw": raw, "function": pointer_argument(int(fn)),
+            "struct_error": struct.error, "argument_error": self._argument_error,
             "failed": self._failed, "where": where,
         }  # fmt: skip
         exec(compile(source, f"<kernellab launch of {self.name}>", "exec"), namespace)
         return namespace["launch_raw"]
-
-    def _config_buffer(self):
-        """(pack_into, buffer, config pointer, kernelParams pointer) for cuLaunchKernelEx: one
-        buffer holding the CUlaunchConfig and then the kernel parameters, made once."""
-        if self._ex is None:
-            params = self._struct if self._fills_extras else self._args_struct
-            fmt = driver.LAUNCH_CONFIG_FORMAT + params.format.lstrip("=<>@!")
-            buffer = ctypes.create_string_buffer(driver.LAUNCH_CONFIG_BYTES + max(self._storage_size, 1))
-            base = ctypes.addressof(buffer) + driver.LAUNCH_CONFIG_BYTES
-            pointers = (ctypes.c_void_p * max(len(self._offsets), 1))(*[base + o for o in self._offsets])
-            params = ctypes.c_void_p(ctypes.addressof(pointers) if self._offsets else None)
-            self._ex = (struct.Struct(fmt).pack_into, buffer, ctypes.c_void_p(ctypes.addressof(buffer)), params)
-            self._ex_pointers = pointers  # kernelParams points into it: keep it alive
-        return self._ex
 
     def _failed(self, err, args, grid, where) -> None:
         """A warm-path launch failed: with no context current on this thread (a new thread),
@@ -444,15 +474,14 @@ class CudaLauncher:
                 "does not provide",
                 "Update the NVIDIA driver (CUDA 12 or later), or launch without these options",
             )  # fmt: skip
-        pack, buffer, config, params = self._config_buffer()
-        _, attrs, nattrs = self._attributes
+        buffer, config, params = self._buffers.ex
+        _, before, after = self._config
         maps = self._extra_values(args, grid, stream, device) if self._fills_extras else ()
-        with self._lock:
-            try:
-                pack(buffer, 0, *grid, self.threads, 1, 1, self.shared, stream, attrs, nattrs, *args, *maps)
-            except struct.error:
-                raise self._argument_error(args) from None
-            err = raw(config, ctypes.c_void_p(int(fn)), params, None)
+        try:
+            self._ex_pack(buffer, 0, *grid, *before, stream, *after, *args, *maps)
+        except struct.error:
+            raise self._argument_error(args) from None
+        err = raw(config, pointer_argument(int(fn)), params, None)
         if err:
             raise self._launch_error(err, grid, device)
 

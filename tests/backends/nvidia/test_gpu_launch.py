@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -239,3 +240,38 @@ def test_warm_launches_pass_each_calls_arguments(torch):
         assert torch.equal(out, expected), (n, offset, alpha)
     assert 1 <= len(scaled_add_kernel.cache) <= 4  # x and y aligned to 16 bytes or not
     assert 1 <= len(scaled_add_kernel._launches) <= 4
+
+
+def test_threads_launching_one_warm_kernel_each_pass_their_own_arguments(torch):
+    """Four threads launch the same warm kernel at once, each with its own outputs and scales:
+    every output is its own launch's (each thread packs its own parameter buffer, which the
+    driver reads while the call has let the other threads run)."""
+    rng = np.random.default_rng()
+    n, threads, launches = 4096, 4, 200
+    x, y = randn(torch, rng, n), randn(torch, rng, n)
+    grid = (kl.cdiv(n, 512),)
+    scaled_add_kernel[grid](x, y, torch.empty_like(x), n, 0.5, BLOCK=512)  # compiled and bound: warm
+    torch.cuda.synchronize()
+    outs = [[torch.full((n,), float("nan"), device="cuda") for _ in range(launches)] for _ in range(threads)]
+    alphas = [[float(2.0 ** int(rng.integers(-6, 7))) for _ in range(launches)] for _ in range(threads)]
+    start, errors = threading.Barrier(threads), []
+
+    def launch_many(t: int):
+        try:
+            start.wait()
+            for out, alpha in zip(outs[t], alphas[t]):
+                scaled_add_kernel[grid](x, y, out, n, alpha, BLOCK=512)
+        except BaseException as e:  # reported below, in the test's thread
+            errors.append(e)
+
+    workers = [threading.Thread(target=launch_many, args=(t,)) for t in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    torch.cuda.synchronize()
+    assert not errors, errors
+    for t in range(threads):
+        for out, alpha in zip(outs[t], alphas[t]):
+            # y * alpha is exact (a power of two), so the kernel rounds once
+            assert torch.equal(out, (x.double() + y.double() * alpha).float()), (t, alpha)

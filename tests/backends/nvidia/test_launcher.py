@@ -6,6 +6,7 @@ these tests check the argument packing end to end without a GPU.
 """
 
 import ctypes
+import struct
 import types
 
 import numpy as np
@@ -14,7 +15,7 @@ from llvm_samples import SCALE_BIAS, VECTOR_ADD
 
 import kernellab as kl
 from kernellab.backends.nvidia import driver
-from kernellab.backends.nvidia.launcher import CudaLauncher, OutOfResources, plan_parameters
+from kernellab.backends.nvidia.launcher import CudaLauncher, OutOfResources, launch_config, plan_parameters
 from kernellab.backends.arguments import ArgumentError
 
 try:
@@ -168,6 +169,22 @@ def test_parameter_plan_aligns_each_argument():
     assert fmt == "=Qb3xfqH6xdQ"
     with pytest.raises(ValueError, match="PTX has 2 parameters but its signature has 3"):
         plan_parameters(["u64", "u32"], ["*fp32", "i32", "i32"])
+
+
+def test_the_folded_launch_config_is_the_one_cuda_reads():
+    """launch_config folds the fixed fields into words: packed with a launch's grid and stream,
+    the bytes are the CUlaunchConfig (driver.LAUNCH_CONFIG_FORMAT) with every field in place."""
+    rng = np.random.default_rng()
+    for attributes in (0, 1, 2):
+        threads, shared = int(rng.integers(1, 33)) * 32, int(rng.integers(0, 228 * KB))
+        attrs = int(rng.integers(1, 2**47)) if attributes else 0
+        grid = tuple(int(v) for v in rng.integers(1, 65536, 3))
+        stream = int(rng.integers(1, 2**63))
+        fmt, before, after = launch_config(threads, shared, attrs, attributes)
+        assert len(before) + len(after) + 4 < 12  # fewer values than the config's fields
+        packed = struct.pack(fmt, *grid, *before, stream, *after)
+        expected = struct.pack(driver.LAUNCH_CONFIG_FORMAT, *grid, threads, 1, 1, shared, stream, attrs, attributes)
+        assert packed == expected
 
 
 def test_large_dynamic_shared_memory_raises_the_limit(monkeypatch):
