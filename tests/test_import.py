@@ -101,3 +101,46 @@ print("\\n".join(sys.modules))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env)
     loaded = {name.split(".")[0] for name in out.stdout.split()}
     assert not loaded & {"numpy", "ml_dtypes"}, sorted(loaded & {"numpy", "ml_dtypes"})
+
+
+def test_an_nvidia_compile_loads_no_other_backend_and_no_autotuner(tmp_path):
+    """The backend table loads the CPU and AMD backends only for their own targets, and
+    `import kernellab` loads the autotuner only when a program uses `kl.autotune`,
+    `kl.heuristics` or `kl.Config` (issue 13: the first compile in a fresh process)."""
+    program = '''
+import sys
+import kernellab as kl
+import kernellab.language as tl
+
+@kl.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+ck = kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 1024}, target="sm_90a", num_warps=4)
+assert ".entry add" in ck.asm["ptx"]
+print("\\n".join(sys.modules))
+'''
+    script = tmp_path / "program.py"
+    script.write_text(program)
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env)
+    loaded = set(out.stdout.split())
+    unneeded = {"kernellab.backends.cpu.backend", "kernellab.backends.amd.backend", "kernellab.runtime.autotuner"}
+    assert not loaded & unneeded, sorted(loaded & unneeded)
+
+
+def test_the_lazy_names_still_resolve():
+    """What moved behind a lazy import is still there under its old names."""
+    probe = """
+import kernellab as kl
+from kernellab.backends import AMD, CPU, get_backend
+from kernellab.backends.cpu import CpuOptions
+from kernellab.runtime.autotuner import Config, autotune, heuristics
+assert kl.Config is Config and kl.autotune is autotune and kl.heuristics is heuristics
+assert get_backend("cpu") is CPU and get_backend("host") is CPU and CPU.name == "cpu"
+assert get_backend("gfx942") is AMD and get_backend("gfx950") is AMD and AMD.name == "amd"
+assert isinstance(CPU.make_options("cpu"), CpuOptions)
+"""
+    subprocess.run([sys.executable, "-c", probe], check=True)
