@@ -103,10 +103,11 @@ print("\\n".join(sys.modules))
     assert not loaded & {"numpy", "ml_dtypes"}, sorted(loaded & {"numpy", "ml_dtypes"})
 
 
-def test_an_nvidia_compile_loads_no_other_backend_and_no_autotuner(tmp_path):
-    """The backend table loads the CPU and AMD backends only for their own targets, and
-    `import kernellab` loads the autotuner only when a program uses `kl.autotune`,
-    `kl.heuristics` or `kl.Config` (issue 13: the first compile in a fresh process)."""
+def test_an_nvidia_compile_loads_no_other_backend_no_autotuner_and_no_libdevice(tmp_path):
+    """The backend table loads the CPU and AMD backends only for their own targets, `import
+    kernellab` loads the autotuner only when a program uses `kl.autotune`, `kl.heuristics` or
+    `kl.Config`, and `tl.extra`'s libraries load when a kernel names them (issue 13: the first
+    compile in a fresh process)."""
     program = '''
 import sys
 import kernellab as kl
@@ -127,7 +128,8 @@ print("\\n".join(sys.modules))
     env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env)
     loaded = set(out.stdout.split())
-    unneeded = {"kernellab.backends.cpu.backend", "kernellab.backends.amd.backend", "kernellab.runtime.autotuner"}
+    unneeded = {"kernellab.backends.cpu.backend", "kernellab.backends.amd.backend", "kernellab.runtime.autotuner",
+                "kernellab.language.extra.libdevice", "kernellab.language.extra.cuda"}  # fmt: skip
     assert not loaded & unneeded, sorted(loaded & unneeded)
 
 
@@ -142,5 +144,40 @@ assert kl.Config is Config and kl.autotune is autotune and kl.heuristics is heur
 assert get_backend("cpu") is CPU and get_backend("host") is CPU and CPU.name == "cpu"
 assert get_backend("gfx942") is AMD and get_backend("gfx950") is AMD and AMD.name == "amd"
 assert isinstance(CPU.make_options("cpu"), CpuOptions)
+import kernellab.language as tl
+from kernellab.language.extra import cuda, libdevice
+assert tl.extra.libdevice is libdevice and tl.extra.cuda is cuda and cuda.libdevice is libdevice
+assert callable(libdevice.asin) and callable(cuda.gdc_wait)
 """
     subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+def test_a_kernel_naming_tl_extra_loads_it_and_runs(tmp_path):
+    """A kernel that reaches libdevice and tl.extra.cuda through `tl.extra` in a fresh process
+    (nothing loaded them before) compiles for the GPU and runs on the interpreter, fp32 asin
+    within an ulp-sized bound of numpy's float64 arcsin on fresh random inputs."""
+    program = '''
+import sys
+import numpy as np
+import kernellab as kl
+import kernellab.language as tl
+assert "kernellab.language.extra.libdevice" not in sys.modules
+
+@kl.jit
+def asin(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.extra.cuda.gdc_wait()
+    tl.store(y_ptr + offs, tl.extra.libdevice.asin(tl.load(x_ptr + offs)))
+
+ck = kl.compile(asin, signature="*fp32,*fp32", constexprs={"BLOCK": 128}, target="sm_90a")
+assert ".entry asin" in ck.asm["ptx"]
+x = np.random.default_rng().uniform(-1, 1, 128).astype(np.float32)
+y = np.full(128, np.nan, np.float32)
+asin[(1,)](x, y, BLOCK=128)
+error = np.abs(y.astype(np.float64) - np.arcsin(x.astype(np.float64)))
+assert np.all(error <= 2 * np.spacing(np.abs(np.arcsin(x)).astype(np.float32))), error.max()
+'''
+    script = tmp_path / "program.py"
+    script.write_text(program)
+    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache")}
+    subprocess.run([sys.executable, str(script)], check=True, env=env)
