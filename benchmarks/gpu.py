@@ -1048,7 +1048,7 @@ def bench_launch(results, torch):
 # -- compile times in fresh processes --------------------------------------------------------
 
 KERNELLAB_CHILD = """
-import json, sys, time
+import json, os, sys, time
 MODE, TARGET = sys.argv[1], sys.argv[2]
 if MODE == "launch":
     import torch
@@ -1087,8 +1087,13 @@ else:
     correct = bool(torch.equal(out, x + y))
 t_done = time.perf_counter()
 md = ck.metadata
+# modules this process compiled from source (no bytecode beside them, none written either)
+from_source = sorted(name for name, m in list(sys.modules.items())
+                     if getattr(getattr(m, "__spec__", None), "cached", None)
+                     and not os.path.exists(m.__spec__.cached))
 print("RESULT " + json.dumps({
     "import_s": t_import - t0, "call_s": t_done - t_define, "total_s": t_done - t0,
+    "from_source": from_source,
     "cache_hit": bool(md.get("cache_hit")), "correct": correct,
     "stage_s": {k: float(v) for k, v in dict(md.get("times") or {}).items()},
     "registers": md.get("registers"), "target": md.get("target"),
@@ -1146,10 +1151,35 @@ def run_child(code: str, args: list[str], env_extra: dict, workdir: str) -> dict
     raise RuntimeError(f"child exited {proc.returncode} without a result:\n" + "\n".join(tail))
 
 
+# what a compile of vector add imports: their bytecode is compiled before the fresh processes
+BYTECODE_PACKAGES = ("kernellab", "xdsl", "llvmlite")
+
+
+def compile_bytecode(packages=BYTECODE_PACKAGES) -> str:
+    """Compile the .pyc files of `packages`, as `pip install` does, so a fresh process times
+    kernellab and not Python compiling the sources: a tree or a `pip install --no-compile` that
+    never wrote bytecode (PYTHONDONTWRITEBYTECODE=1) compiles every module again in each
+    process, about 250 ms for this compile on the 2-core VM (issue 13). What could not be
+    compiled (a read-only folder) is named in the result, and each fresh process reports the
+    modules it still compiled from source."""
+    import compileall
+    import importlib.util
+
+    failed = []
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        if not folders or not all(compileall.compile_dir(f, quiet=2) for f in folders):
+            failed.append(name)
+    return f"bytecode compiled beforehand except {', '.join(failed)}" if failed else "bytecode compiled beforehand"
+
+
 def bench_compile(results, target: str, on_gpu: bool):
-    """First and cached compile (and, on a GPU, first launch) of vector add in fresh processes."""
+    """First and cached compile (and, on a GPU, first launch) of vector add in fresh processes,
+    after the bytecode of the modules they import is compiled (compile_bytecode)."""
     work = tempfile.mkdtemp(prefix="kl-bench-")
     section = "compile"
+    bytecode = compile_bytecode()
 
     def kernellab(mode: str, cache: str, expect_hit: bool):
         def run():
@@ -1159,7 +1189,9 @@ def bench_compile(results, target: str, on_gpu: bool):
             if r["cache_hit"] != expect_hit:
                 return r["call_s"] * 1e3, f"cache_hit={r['cache_hit']}, expected {expect_hit}"
             stages = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in r["stage_s"].items())
-            return r["call_s"] * 1e3, f"import {r['import_s'] * 1e3:.0f} ms; stages ms: {stages}"
+            source = r["from_source"]
+            note = f"{bytecode}; {len(source)} modules compiled from source" + (f" ({', '.join(source[:4])}, ...)" if source else "")
+            return r["call_s"] * 1e3, f"import {r['import_s'] * 1e3:.0f} ms; stages ms: {stages}; {note}"
 
         return run
 

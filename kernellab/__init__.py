@@ -13,8 +13,8 @@ neither Jupyter, torch, matplotlib nor numpy (which comes with the first CPU arr
 
 This module is the public facade: it ranks with the lab, the top of the layers (language, ir,
 frontend, layouts, passes, backends, compiler, testing, runtime, lab; tests/test_layers.py), so
-it may name anything below. It imports the compiler and the runtime eagerly, and `testing`,
-`language` and `lab` only on first access (`kl.lab`) or inside a function (`%load_ext
+it may name anything below. It imports the compiler and the runtime eagerly, and the autotuner,
+`testing`, `language` and `lab` only on first access (`kl.lab`) or inside a function (`%load_ext
 kernellab`), so `import kernellab` never loads the lab.
 """
 
@@ -26,13 +26,16 @@ from kernellab.backends.allocation import set_allocator
 from kernellab.backends.typed_view import reinterpret
 from kernellab.compiler import CompiledKernel, compile
 from kernellab.runtime import cdiv, next_power_of_2
-from kernellab.runtime.autotuner import Config, autotune, heuristics
 from kernellab.runtime.jit import JITFunction, jit
 
 __version__ = "0.1.0"
 
-# name → module that defines it; imported on first access (PEP 562)
+# name → module that defines it; imported on first access (PEP 562): the autotuner only when a
+# program tunes, not for a plain compile (issue 13)
 _LAZY = {
+    "Config": "kernellab.runtime.autotuner",
+    "autotune": "kernellab.runtime.autotuner",
+    "heuristics": "kernellab.runtime.autotuner",
     "CompilationError": "kernellab.frontend.errors",
     "DevicePool": "kernellab.runtime.bench_pool",
     "as_triton": "kernellab.triton_compat",

@@ -23,7 +23,6 @@ from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
     VarConstraint,
-    irdl_op_definition,
     operand_def,
     prop_def,
     result_def,
@@ -32,7 +31,7 @@ from xdsl.irdl import (
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 
-from kernellab.ir.op_families import BinaryOp, UnaryOp, define_op
+from kernellab.ir.op_families import BinaryOp, UnaryOp, define_op, op_definition
 from kernellab.ir.tt import element_type, i1_like
 
 CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
@@ -42,7 +41,7 @@ CMPF_PREDICATES = (
 )  # fmt: skip
 
 
-@irdl_op_definition
+@op_definition
 class ConstantOp(IRDLOperation):
     """`arith.constant 1024 : i32` or `arith.constant dense<0.0> : tensor<128xf32>`."""
 
@@ -131,19 +130,19 @@ class _CompareOp(IRDLOperation):
         return op
 
 
-@irdl_op_definition
+@op_definition
 class CmpiOp(_CompareOp):
     name = "arith.cmpi"
     PREDICATES: ClassVar[tuple[str, ...]] = CMPI_PREDICATES
 
 
-@irdl_op_definition
+@op_definition
 class CmpfOp(_CompareOp):
     name = "arith.cmpf"
     PREDICATES: ClassVar[tuple[str, ...]] = CMPF_PREDICATES
 
 
-@irdl_op_definition
+@op_definition
 class SelectOp(IRDLOperation):
     """`arith.select %cond, %a, %b : tensor<128xi1>, tensor<128xf32>` (scalar cond allowed)."""
 

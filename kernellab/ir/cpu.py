@@ -21,7 +21,6 @@ from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
-    irdl_op_definition,
     operand_def,
     prop_def,
     result_def,
@@ -29,10 +28,12 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
+from kernellab.ir.op_families import op_definition
+
 FLIP_FALSE, FLIP_TRUE = -1, -2
 
 
-@irdl_op_definition
+@op_definition
 class BitonicColumnsOp(IRDLOperation):
     name = "cpu.bitonic_columns"
     T: ClassVar = VarConstraint("T", BaseAttr(TensorType))

@@ -20,7 +20,6 @@ from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     VarConstraint,
-    irdl_op_definition,
     operand_def,
     result_def,
     traits_def,
@@ -33,10 +32,11 @@ from kernellab.ir.op_families import (
     SameTypeOp,
     UnaryOp,
     define_op,
+    op_definition,
 )
 
 
-@irdl_op_definition
+@op_definition
 class FmaOp(SameTypeOp):
     """`math.fma %a, %b, %c : tensor<128xf32>`: a * b + c rounded once."""
 
@@ -49,7 +49,7 @@ class FmaOp(SameTypeOp):
     traits = traits_def(Pure())
 
 
-@irdl_op_definition
+@op_definition
 class FPowIOp(OperandsColonTypesOp):
     """`math.fpowi %x, %n : tensor<128xf32>, tensor<128xi32>`: a float to an integer power."""
 

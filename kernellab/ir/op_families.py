@@ -1,9 +1,11 @@
-"""Op shapes that the arith, math and tt dialects share, and the factory that declares a family.
+"""Op shapes that the arith, math and tt dialects share, the factory that declares a family, and
+`op_definition`, how every kernellab dialect declares its ops.
 
 Most element-wise ops of the three dialects have one shape: operands and result of one type,
 printed `name %a, %b {attrs} : T`. They derive from `UnaryOp` / `BinaryOp` here instead of each
 dialect declaring its own copy. The ops print and parse themselves (no declarative assembly
-format), which keeps the dialects cheap to import.
+format), which keeps the dialects cheap to import; the ops that do have an `assembly_format`
+compile it on first use (`op_definition`).
 """
 
 from __future__ import annotations
@@ -81,7 +83,41 @@ class BinaryOp(SameTypeOp):
     traits = traits_def(Pure())
 
 
+def op_definition(cls: type) -> type:
+    """xDSL's `irdl_op_definition`, except that the op's declarative `assembly_format` (its own or
+    a base class's) is compiled the first time an op of the class is printed or parsed, not
+    when the class is defined. xDSL compiles it at once; over the dialects' sixty formats that
+    was a third of `import kernellab.ir`, about 10 ms of every fresh process's first compile,
+    which prints a dozen kinds of op (issue 13). The text printed and parsed is the same.
+    `cls.format_program()` compiles it (tests/test_ir_formats.py compiles every one)."""
+    text = cls.assembly_format
+    if text is None:
+        return irdl_op_definition(cls)
+    cls.assembly_format = None  # hidden while xDSL defines the op, so it compiles nothing
+    cls = irdl_op_definition(cls)
+    cls.assembly_format = text
+    compiled = []
+
+    def format_program():
+        if not compiled:
+            from xdsl.irdl.declarative_assembly_format import FormatProgram
+
+            compiled.append(FormatProgram.from_str(text, cls.get_irdl_definition()))
+        return compiled[0]
+
+    def print(self, printer: Printer) -> None:
+        return format_program().print(printer, self)
+
+    def parse(op_type, parser):
+        return format_program().parse(parser, op_type)
+
+    cls.format_program = staticmethod(format_program)
+    cls.print = print
+    cls.parse = classmethod(parse)
+    return cls
+
+
 def define_op(base: type, class_name: str, op_name: str, module: str) -> type:
     """The op `op_name` of `base`'s shape, as if declared `class <class_name>(base)` in `module`."""
     body = {"name": op_name, "__module__": module, "__qualname__": class_name}
-    return irdl_op_definition(type(class_name, (base,), body))
+    return op_definition(type(class_name, (base,), body))

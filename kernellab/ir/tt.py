@@ -42,7 +42,6 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     IRDLOperation,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -65,7 +64,7 @@ from xdsl.traits import (
     Pure,
 )
 
-from kernellab.ir.op_families import BinaryOp, UnaryOp, define_op
+from kernellab.ir.op_families import BinaryOp, UnaryOp, define_op, op_definition
 
 
 # ----------------------------------------------------------------------------------- types
@@ -144,7 +143,7 @@ class _ReadsAndWritesMemory(MemoryEffect):
 # ------------------------------------------------------------------------------ functions
 
 
-@irdl_op_definition
+@op_definition
 class FuncOp(IRDLOperation):
     """`tt.func public @kernel(%x_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}, ...)`."""
 
@@ -224,7 +223,7 @@ class FuncOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
+@op_definition
 class ReturnOp(IRDLOperation):
     name = "tt.return"
     arguments = var_operand_def()
@@ -235,7 +234,7 @@ class ReturnOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
-@irdl_op_definition
+@op_definition
 class CallOp(IRDLOperation):
     """A call to another kernel function; the inliner removes it before any backend sees it."""
 
@@ -272,7 +271,7 @@ GetProgramIdOp = define_op(_ProgramAxisOp, "GetProgramIdOp", "tt.get_program_id"
 GetNumProgramsOp = define_op(_ProgramAxisOp, "GetNumProgramsOp", "tt.get_num_programs", __name__)
 
 
-@irdl_op_definition
+@op_definition
 class MakeRangeOp(IRDLOperation):
     """`tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>`."""
 
@@ -311,7 +310,7 @@ SplatOp = define_op(_UnaryShapeOp, "SplatOp", "tt.splat", __name__)
 BroadcastOp = define_op(_UnaryShapeOp, "BroadcastOp", "tt.broadcast", __name__)
 
 
-@irdl_op_definition
+@op_definition
 class ExpandDimsOp(_UnaryShapeOp):
     name = "tt.expand_dims"
     axis = prop_def(IntegerAttr)
@@ -320,7 +319,7 @@ class ExpandDimsOp(_UnaryShapeOp):
         super().__init__(src, result_type, {"axis": IntegerAttr(axis, i32)})
 
 
-@irdl_op_definition
+@op_definition
 class ReshapeOp(_UnaryShapeOp):
     """Row-major reshape; `allow_reorder` lets the compiler permute elements (tl.view)."""
 
@@ -332,7 +331,7 @@ class ReshapeOp(_UnaryShapeOp):
         super().__init__(src, result_type, props)
 
 
-@irdl_op_definition
+@op_definition
 class TransOp(_UnaryShapeOp):
     """Permute dims: result dim i is source dim order[i]."""
 
@@ -363,7 +362,7 @@ JoinOp = define_op(_PairOp, "JoinOp", "tt.join", __name__)
 CatOp = define_op(_PairOp, "CatOp", "tt.cat", __name__)
 
 
-@irdl_op_definition
+@op_definition
 class SplitOp(IRDLOperation):
     """Inverse of join: a tensor whose minor dim is 2 → its two halves."""
 
@@ -379,7 +378,7 @@ class SplitOp(IRDLOperation):
         super().__init__(operands=[src], result_types=[result_type, result_type])
 
 
-@irdl_op_definition
+@op_definition
 class GatherOp(IRDLOperation):
     """result[..., i, ...] = src[..., indices[..., i, ...], ...] along `axis` (tl.gather):
     `indices` has src's rank and sizes except on `axis`; the result has its shape, src's
@@ -405,7 +404,7 @@ class GatherOp(IRDLOperation):
 # ------------------------------------------------------------------------------ pointers
 
 
-@irdl_op_definition
+@op_definition
 class AddPtrOp(IRDLOperation):
     """Pointer (or tensor of pointers) + integer offset, in elements."""
 
@@ -427,7 +426,7 @@ PtrToIntOp = define_op(_UnaryShapeOp, "PtrToIntOp", "tt.ptr_to_int", __name__)
 BitcastOp = define_op(_UnaryShapeOp, "BitcastOp", "tt.bitcast", __name__)
 
 
-@irdl_op_definition
+@op_definition
 class FpToFpOp(_UnaryShapeOp):
     """Float conversions involving fp8, with an explicit rounding mode when narrowing."""
 
@@ -512,7 +511,7 @@ CACHE_MODIFIERS = ("", ".ca", ".cg", ".cs", ".wb", ".wt", ".cv")
 EVICTION_POLICIES = ("", "evict_first", "evict_last", "evict_normal")
 
 
-@irdl_op_definition
+@op_definition
 class LoadOp(_PointerOpFormat, IRDLOperation):
     """Masked gather: lanes where `mask` is false read `other` (or an undefined value)."""
 
@@ -555,7 +554,7 @@ class LoadOp(_PointerOpFormat, IRDLOperation):
         )
 
 
-@irdl_op_definition
+@op_definition
 class StoreOp(_PointerOpFormat, IRDLOperation):
     """Masked scatter: lanes where `mask` is false write nothing."""
 
@@ -624,7 +623,7 @@ def _descriptor_props(padding: str, host: str) -> dict[str, Attribute]:
     return props
 
 
-@irdl_op_definition
+@op_definition
 class DescriptorLoadOp(_DescriptorFormat, IRDLOperation):
     """A tile of a tensor descriptor: the tensor at `base` (i64 `shape` and `strides` in
     elements, one per dim) read at i32 `offsets`; elements outside [0, shape) read `padding`
@@ -671,7 +670,7 @@ class DescriptorLoadOp(_DescriptorFormat, IRDLOperation):
                    host.data if host else "")  # fmt: skip
 
 
-@irdl_op_definition
+@op_definition
 class DescriptorStoreOp(_DescriptorFormat, IRDLOperation):
     """Writes `value` (a tile of the descriptor's block shape) at `offsets`; elements outside
     the tensor are not written. Operands as `tt.descriptor_load`'s."""
@@ -722,7 +721,7 @@ MEMORY_SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
 MEMORY_SCOPES = ("gpu", "cta", "sys")
 
 
-@irdl_op_definition
+@op_definition
 class AtomicRMWOp(_PointerOpFormat, IRDLOperation):
     """Read-modify-write on each lane's address; returns the old values."""
 
@@ -761,7 +760,7 @@ class AtomicRMWOp(_PointerOpFormat, IRDLOperation):
         )
 
 
-@irdl_op_definition
+@op_definition
 class AtomicCASOp(_PointerOpFormat, IRDLOperation):
     """Compare-and-swap on each lane's address; returns the old values."""
 
@@ -795,7 +794,7 @@ class AtomicCASOp(_PointerOpFormat, IRDLOperation):
 INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
 
 
-@irdl_op_definition
+@op_definition
 class DotOp(IRDLOperation):
     """d = a @ b + c on 2-D (or batched 3-D) tiles."""
 
@@ -836,7 +835,7 @@ PreciseSqrtOp = define_op(UnaryOp, "PreciseSqrtOp", "tt.precise_sqrt", __name__)
 PreciseDivFOp = define_op(BinaryOp, "PreciseDivFOp", "tt.precise_divf", __name__)
 
 
-@irdl_op_definition
+@op_definition
 class ClampFOp(IRDLOperation):
     """min(max(x, lo), hi) on floats; `propagateNan` = "all" keeps NaNs of x."""
 
@@ -859,7 +858,7 @@ class ClampFOp(IRDLOperation):
 
 
 
-@irdl_op_definition
+@op_definition
 class ExternElementwiseOp(IRDLOperation):
     """`symbol` of the external library `libname` (NVIDIA libdevice's `__nv_asinf`) applied
     element by element: the backend declares the function and links the library's bitcode
@@ -894,7 +893,7 @@ class _CombineAlongAxisOp(IRDLOperation):
     traits = traits_def(Pure())
 
 
-@irdl_op_definition
+@op_definition
 class ReduceOp(_CombineAlongAxisOp):
     """Reduce along `axis` with a combine region of 2N args → N values."""
 
@@ -923,7 +922,7 @@ class _CombineReturnOp(IRDLOperation):
 ReduceReturnOp = define_op(_CombineReturnOp, "ReduceReturnOp", "tt.reduce.return", __name__)
 
 
-@irdl_op_definition
+@op_definition
 class ScanOp(_CombineAlongAxisOp):
     """Inclusive scan along `axis`; the result has the sources' types."""
 
@@ -951,7 +950,7 @@ ScanReturnOp = define_op(_CombineReturnOp, "ScanReturnOp", "tt.scan.return", __n
 # ---------------------------------------------------------------------------- debugging
 
 
-@irdl_op_definition
+@op_definition
 class PrintOp(IRDLOperation):
     """tl.device_print: prints prefix and each operand, per program and element."""
 
@@ -970,7 +969,7 @@ class PrintOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
+@op_definition
 class AssertOp(IRDLOperation):
     """tl.device_assert: fails the launch where `condition` is false."""
 
@@ -988,7 +987,7 @@ class AssertOp(IRDLOperation):
 # ------------------------------------------------------------ hints and the GPU's own state
 
 
-@irdl_op_definition
+@op_definition
 class AssumeOp(IRDLOperation):
     """tl.assume: the program promises `condition` holds (the optimizer may rely on it; the
     interpreter checks it)."""

@@ -32,7 +32,6 @@ from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     prop_def,
@@ -49,6 +48,8 @@ from xdsl.traits import (
     MemoryWriteEffect,
     Pure,
 )
+
+from kernellab.ir.op_families import op_definition
 
 # ------------------------------------------------------------------------------ encodings
 
@@ -407,7 +408,7 @@ def target(module: ModuleOp) -> str:
 # ------------------------------------------------------------------------------------- ops
 
 
-@irdl_op_definition
+@op_definition
 class ConvertLayoutOp(IRDLOperation):
     """Same values, another layout: `ttg.convert_layout %x : tensor<..., #a> -> tensor<..., #b>`.
     The lowering moves data in registers, across lanes or through shared memory as needed."""
@@ -433,7 +434,7 @@ class _AllocEffects(MemoryAllocEffect):
         return effects
 
 
-@irdl_op_definition
+@op_definition
 class LocalAllocOp(IRDLOperation):
     """A shared-memory buffer, optionally initialised from a tensor:
     `ttg.local_alloc %x : (tensor<64x64xf16, #blocked>) -> !ttg.memdesc<64x64xf16, #shared, #smem>`.
@@ -449,7 +450,7 @@ class LocalAllocOp(IRDLOperation):
         super().__init__(operands=[[src] if src is not None else []], result_types=[result_type])
 
 
-@irdl_op_definition
+@op_definition
 class LocalLoadOp(IRDLOperation):
     """Shared memory → registers in the result's layout."""
 
@@ -463,7 +464,7 @@ class LocalLoadOp(IRDLOperation):
         super().__init__(operands=[src], result_types=[result_type])
 
 
-@irdl_op_definition
+@op_definition
 class LocalStoreOp(IRDLOperation):
     """Registers → a mutable shared-memory buffer."""
 
@@ -477,7 +478,7 @@ class LocalStoreOp(IRDLOperation):
         super().__init__(operands=[src, dst])
 
 
-@irdl_op_definition
+@op_definition
 class LocalDeallocOp(IRDLOperation):
     """Ends a buffer's lifetime (the allocator may reuse its bytes after this point)."""
 
@@ -502,7 +503,7 @@ class AsyncTokenType(ParametrizedAttribute, TypeAttribute):
     name = "ttg.async.token"
 
 
-@irdl_op_definition
+@op_definition
 class MemDescIndexOp(IRDLOperation):
     """One buffer of a ring: `ttg.memdesc_index %ring[%i] : !ttg.memdesc<3x64x64xf16, ...> ->
     !ttg.memdesc<64x64xf16, ...>`. The software pipeliner allocates `num_stages` copies of a
@@ -521,7 +522,7 @@ class MemDescIndexOp(IRDLOperation):
         super().__init__(operands=[src, index], result_types=[view])
 
 
-@irdl_op_definition
+@op_definition
 class AsyncCopyGlobalToLocalOp(IRDLOperation):
     """Global memory → a shared buffer without passing through registers (cp.async):
     `%t = ttg.async_copy_global_to_local %ptrs, %buf mask %m : tensor<64x64x!tt.ptr<f16>,
@@ -546,7 +547,7 @@ class AsyncCopyGlobalToLocalOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
+@op_definition
 class AsyncCommitGroupOp(IRDLOperation):
     """Closes the group of asynchronous copies this thread issued since the last commit
     (cp.async.commit_group); waits count groups."""
@@ -561,7 +562,7 @@ class AsyncCommitGroupOp(IRDLOperation):
         super().__init__(operands=[list(tokens)], result_types=[AsyncTokenType()])
 
 
-@irdl_op_definition
+@op_definition
 class AsyncWaitOp(IRDLOperation):
     """Waits until at most `num` of the committed copy groups are still in flight, then makes
     the finished copies visible to every thread of the program (cp.async.wait_group + a
@@ -587,7 +588,7 @@ class AsyncWaitOp(IRDLOperation):
         return self.num.value.data
 
 
-@irdl_op_definition
+@op_definition
 class GlobalScratchAllocOp(IRDLOperation):
     """`ttg.global_scratch_alloc {alignment = 128 : i32, nbytes = 128 : i32, offset = 0 : i32}
     : !tt.ptr<i8>`: `nbytes` of global memory of this program's own, `offset` bytes into the

@@ -44,7 +44,6 @@ from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -56,10 +55,11 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
+from kernellab.ir.op_families import op_definition
 from kernellab.ir.ttg import MemDescType
 
 
-@irdl_op_definition
+@op_definition
 class WarpGroupDotOp(IRDLOperation):
     name = "ttng.warp_group_dot"
     a = operand_def(AnyOf([BaseAttr(MemDescType), BaseAttr(TensorType)]))
@@ -84,7 +84,7 @@ class WarpGroupDotOp(IRDLOperation):
         super().__init__(operands=[a, b, c], result_types=[c.type], properties=props)
 
 
-@irdl_op_definition
+@op_definition
 class WarpGroupDotWaitOp(IRDLOperation):
     """`%d = ttng.warp_group_dot_wait %acc {pendings = 1 : i32} : tensor<...>`: waits until at
     most `pendings` asynchronous warp-group dots of this warp group are still running; its
@@ -136,7 +136,7 @@ def _parse_with_number(parser: Parser, flags: int) -> tuple[SSAValue, int, list[
             [parser.resolve_operand(u, i1) for u in unresolved])  # fmt: skip
 
 
-@irdl_op_definition
+@op_definition
 class InitBarrierOp(IRDLOperation):
     """`ttng.init_barrier %bar, 1`: one thread makes the mbarrier expect `count` arrivals."""
 
@@ -157,7 +157,7 @@ class InitBarrierOp(IRDLOperation):
         return cls(alloc, number)
 
 
-@irdl_op_definition
+@op_definition
 class InvalBarrierOp(IRDLOperation):
     """`ttng.inval_barrier %bar`: the mbarrier's bytes become ordinary shared memory again."""
 
@@ -170,7 +170,7 @@ class InvalBarrierOp(IRDLOperation):
         super().__init__(operands=[alloc])
 
 
-@irdl_op_definition
+@op_definition
 class BarrierExpectOp(IRDLOperation):
     """`ttng.barrier_expect %bar, 16384, %pred`: one thread arrives, announcing `size` bytes to
     come (nothing happens where `pred` is false)."""
@@ -193,7 +193,7 @@ class BarrierExpectOp(IRDLOperation):
         return cls(alloc, number, pred)
 
 
-@irdl_op_definition
+@op_definition
 class WaitBarrierOp(IRDLOperation):
     """`ttng.wait_barrier %bar, %phase`: every thread waits until the phase of parity `phase`
     has completed (its arrivals and bytes are in)."""
@@ -208,7 +208,7 @@ class WaitBarrierOp(IRDLOperation):
         super().__init__(operands=[alloc, phase])
 
 
-@irdl_op_definition
+@op_definition
 class AsyncTMACopyGlobalToLocalOp(IRDLOperation):
     """`ttng.async_tma_copy_global_to_local %desc[%i, %j] %buf, %bar, %pred`: one thread asks
     the TMA to copy the tile at coordinates (%i, %j) (tensor dims, outermost first) into `buf`,
@@ -231,7 +231,7 @@ class AsyncTMACopyGlobalToLocalOp(IRDLOperation):
         super().__init__(operands=[desc, list(coord), result, barrier, pred])
 
 
-@irdl_op_definition
+@op_definition
 class AsyncTMACopyLocalToGlobalOp(IRDLOperation):
     """`ttng.async_tma_copy_local_to_global %desc[%i, %j] %buf`: one thread asks the TMA to
     write `buf` as the tile at (%i, %j); elements outside the tensor are not written."""
@@ -247,7 +247,7 @@ class AsyncTMACopyLocalToGlobalOp(IRDLOperation):
         super().__init__(operands=[desc, list(coord), src])
 
 
-@irdl_op_definition
+@op_definition
 class FenceAsyncSharedOp(IRDLOperation):
     """`ttng.fence_async_shared`: the threads' shared-memory writes become visible to the
     async proxy (the TMA, the tensor cores)."""
@@ -257,7 +257,7 @@ class FenceAsyncSharedOp(IRDLOperation):
     assembly_format = "attr-dict"
 
 
-@irdl_op_definition
+@op_definition
 class AsyncTMAStoreWaitOp(IRDLOperation):
     """`ttng.async_tma_store_wait {pendings = 0 : i32}`: until at most `pendings` TMA stores
     still read their shared buffers."""
@@ -272,7 +272,7 @@ class AsyncTMAStoreWaitOp(IRDLOperation):
         super().__init__(properties={"pendings": _i32(pendings)})
 
 
-@irdl_op_definition
+@op_definition
 class TensormapCreateOp(IRDLOperation):
     """`ttng.tensormap_create %slot, %base, [%dims...], [%strides...] {box = array<i32: ...>,
     elem_type, swizzle_mode, fill_mode}`: the program writes a tiled tensor map (what
@@ -310,7 +310,7 @@ class TensormapCreateOp(IRDLOperation):
         )  # fmt: skip
 
 
-@irdl_op_definition
+@op_definition
 class TensormapFenceproxyAcquireOp(IRDLOperation):
     """`ttng.tensormap_fenceproxy_acquire %slot : !tt.ptr<i8>`: the tensor map written at
     `slot` becomes visible to this program's TMA copies (the acquire half of the writer's

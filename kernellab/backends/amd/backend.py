@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernellab.backends.amd import ARCHS, is_amd_target
 from kernellab.backends.base import Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
 from kernellab.backends.options import CompileOptions
-
-ARCHS = ("gfx942", "gfx950")
 
 
 @dataclass(frozen=True)
@@ -32,10 +31,6 @@ class AmdOptions(CompileOptions):
             raise ValueError(f"num_warps must be a power of two from 1 to 16 (64-lane waves, at most 1024 threads), got {w!r}")
         if self.num_ctas != 1:
             raise ValueError("num_ctas > 1 is not supported on AMD targets; use num_ctas=1")
-
-
-def is_amd_target(target) -> bool:
-    return target in ARCHS
 
 
 @dataclass

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 
+from kernellab.backends.amd import ARCHS
 from kernellab.backends.toolchain import LlvmOptimize, LlvmVerify, binding, llvm_lock
 from kernellab.passes import canonicalize, cse, dce
 from kernellab.passes.manager import PassManager, PassOutcome, PassRecord
 from kernellab.passes.ttgir import coalesce, convert_to_ttgpuir, reduce_data_duplication, remove_layout_conversions
 
 TRIPLE = "amdgcn-amd-amdhsa"
-ARCHS = ("gfx942", "gfx950")
 
 
 class AmdgcnGenerationError(RuntimeError):

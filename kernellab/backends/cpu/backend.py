@@ -18,11 +18,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from kernellab.backends.cpu import TARGET, is_cpu_target
 from kernellab.backends.base import Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
 from kernellab.backends.metadata import KernelMetadata
 from kernellab.backends.options import CompileOptions
-
-TARGET = "cpu"
 
 
 @dataclass(frozen=True)
@@ -46,10 +45,6 @@ class CpuArtifact:
     llir: str = ""
     obj: bytes = b""
     metadata: Mapping = field(default_factory=dict)
-
-
-def is_cpu_target(target) -> bool:
-    return target in (TARGET, "host")
 
 
 def make_options(target: str, **fields) -> CpuOptions:

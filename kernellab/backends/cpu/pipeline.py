@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
+from kernellab.backends.cpu import TARGET
 from kernellab.backends.cpu.host import host_machine
 from kernellab.backends.toolchain import LlvmOptimize, LlvmVerify, llvm_lock
 from kernellab.passes import canonicalize, cse, dce
@@ -54,8 +55,6 @@ from kernellab.passes.ttgir import (
     loop_pointer_offsets,
     remove_layout_conversions,
 )
-
-TARGET = "cpu"
 
 
 class CpuCodegenError(RuntimeError):
