@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 
 from kernellab.backends.amd import is_amd_target
 # the shared TTIR stage and IR parser are here too: a new backend (or a test's fake) reuses them
-from kernellab.backends.base import INTERPRETER, Backend, StageOutput, _parse_ir, _ttir_stage, module_stage_output
+from kernellab.backends.base import INTERPRETER, Backend, StageOutput, module_stage_output
+from kernellab.backends.base import _parse_ir as _parse_ir, _ttir_stage as _ttir_stage
 from kernellab.backends.cpu import is_cpu_target
 from kernellab.backends.nvidia.backend import NVIDIA, is_nvidia_target
 

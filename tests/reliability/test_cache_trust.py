@@ -76,7 +76,7 @@ def test_a_rewritten_artifact_with_a_matching_digest_is_a_miss(cache_dir, artifa
 
 
 def test_an_entry_signed_with_another_secret_is_a_miss(cache_dir, tmp_path, monkeypatch):
-    genuine = compile_double()
+    compile_double()  # the entry, signed with this secret
     monkeypatch.setenv("KERNELLAB_CACHE_KEY_FILE", str(tmp_path / "other" / "cache-key"))
     assert compile_double().metadata["cache_hit"] is False
 

@@ -13,7 +13,7 @@ a loop (attention's Q) is fenced once, not at every dot that reads it.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from kernellab.ir import ttg, ttng
