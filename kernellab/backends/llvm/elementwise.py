@@ -33,6 +33,7 @@ from kernellab.backends.llvm.axis_facts import constancy, equal_registers
 from kernellab.backends.llvm.context import opaque
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.float_casts import fp_ext, fp_trunc
+from kernellab.backends.llvm.fmod import exact_fmod
 from kernellab.backends.llvm.types import (
     BF16, F16, F32, F64, I1, I32, I64, TV, float_suffix, is_fp8, llty, mem_llty,
 )  # fmt: skip
@@ -209,8 +210,8 @@ def float_binary(ctx, name: str):
         return lambda x, y: b.fmul(x, y, flags=flags)
     if name == "divf":
         return lambda x, y: fdiv(ctx, x, y)
-    if name == "remf":
-        return lambda x, y: via_f32(ctx, lambda p, q: b.frem(p, q), x, y)
+    if name == "remf":  # exactly: LLVM's GPU backends expand frem with a rounded quotient
+        return lambda x, y: via_f32(ctx, lambda p, q: exact_fmod(ctx, p, q), x, y)
     if name in _FLOAT_MINMAX:
         return lambda x, y: intr(ctx, _FLOAT_MINMAX[name], x, y)
     raise LoweringError(f"no float op {name}")
