@@ -205,7 +205,7 @@ def matmul_descriptor_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
     num_tiles = num_pid_m * num_pid_n
     num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS):
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=True):
         pid_m, pid_n = _tile_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
         offs_am = pid_m * BLOCK_SIZE_M
         offs_bn = pid_n * BLOCK_SIZE_N

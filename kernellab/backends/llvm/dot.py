@@ -151,6 +151,15 @@ def to_acc_type(ctx, v, src_elem, acc_elem):
     return b.fptrunc(v, aty)
 
 
+def accumulator_regs(ctx, op, regs: list) -> list:
+    """The accumulator registers dot `op` adds into: `regs`, or zeros where its use_c flag is
+    false (one select per register: mma.sync and the FMA dots have no form that skips C)."""
+    if op.use_c is None:
+        return list(regs)
+    use_c = ctx.get(op.use_c)
+    return [ctx.b.select(use_c, r, ir.Constant(r.type, 0)) for r in regs]
+
+
 LOOP_BODY_PRODUCTS = 512
 """Products per thread a dot emits as straight-line code. A dot with more (operands in shared
 memory) runs K as a loop whose body covers at most this many: the code, LLVM's and ptxas's
@@ -183,7 +192,8 @@ def _dot(ctx, op):
     operands = operand_flats(c_lay, a_lay.shape, b_lay.shape)
     canonical = c_lay.canonical_regs
     pairs = [operands(r, 0) for r in canonical]  # (A row, B column) of each element at k = 0
-    work = [to_acc_type(ctx, c_tv.regs[r], acc_elem, work_elem) for r in canonical]
+    c_regs = accumulator_regs(ctx, op, c_tv.regs)
+    work = [to_acc_type(ctx, c_regs[r], acc_elem, work_elem) for r in canonical]
 
     def k_steps(work, k0, count):
         for j in range(count):

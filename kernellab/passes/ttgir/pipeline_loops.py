@@ -423,7 +423,9 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         wait = _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
     reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
     previous_dot_done = _make_async(body, async_dot) if async_dot is not None else None
-    if async_dot is not None and previous_dot_done is None:  # the refill overlaps the running
+    if async_dot is not None and async_dot.epilogue:  # the slot the previous dot read, once
+        refill_after = previous_dot_done  # it is done (the lowering's barrier comes first)
+    elif async_dot is not None and previous_dot_done is None:  # the refill overlaps the running
         refill_after = async_dot.dot  # last dot, not the first dot's issue; its slot is free anyway
     elif _refills_first(body):  # the refilled slot was last read before the wait's barrier
         refill_after = wait
@@ -480,8 +482,11 @@ def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
     where the refill comes first (`_refills_first`: it writes the slot the previous
     iteration read, not this one's), and one more again under an asynchronous warp-group dot
     (the previous iteration's dot may still read its slot), as Triton gives an MMA v3 operand
-    one buffer more."""
-    return stages - 1 + _refills_first(body) + (async_dot is not None)
+    one buffer more; except where the dot's accumulator is read by an epilogue in the loop (a
+    fused loop nest): its layout conversion's scratch is live beside the rings, so the refill
+    waits for the previous dot instead (see `_async_dot`)."""
+    extra = async_dot is not None and not async_dot.epilogue
+    return stages - 1 + _refills_first(body) + extra
 
 
 def _refills_first(body: Block) -> bool:
@@ -497,6 +502,7 @@ def _refills_first(body: Block) -> bool:
 class _AsyncDot:
     dot: ttng.WarpGroupDotOp
     yielded: SSAValue | None = None  # what the yield carries: the dot's result, or its wait
+    epilogue: bool = False  # its result is also read in a branch of the loop (a fused nest's)
 
 
 def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
@@ -518,9 +524,26 @@ def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
     elif dot.a.owner not in allocs and _defined_in(dot.a, body):
         return None
     uses = list(dot.d.uses)
-    if len(uses) != 1 or uses[0].operation is not body.last_op:
+    branch_uses = [use for use in uses if use.operation is not body.last_op]
+    if len(uses) - len(branch_uses) != 1:
         return None
-    return _AsyncDot(dot)
+    if branch_uses:  # a fused nest's epilogue, in `scf.if last K step`: it waits for the dot
+        if len(dots) > 1 or not _is_iter_arg(dot.c, body):  # C read nowhere else while in flight
+            return None
+        if not all(_branch_of(use.operation, body) is not None for use in branch_uses):
+            return None
+    return _AsyncDot(dot, epilogue=bool(branch_uses))
+
+
+def _branch_of(op: Operation, body: Block) -> Block | None:
+    """The block of an scf.if directly in `body` that holds `op` (at any depth), if any."""
+    block = op.parent_block()
+    while block is not None and block.parent_op() is not None:
+        owner = block.parent_op()
+        if owner.parent_block() is body:
+            return block if isinstance(owner, scf.IfOp) else None
+        block = owner.parent_block()
+    return None
 
 
 def _computed_from_a_dot(value: SSAValue, body: Block) -> bool:
@@ -557,6 +580,15 @@ def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:
         Rewriter.insert_op(wait, InsertPoint.after(dot))
         dot.d.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
         async_dot.yielded = wait.result
+        drained = {}  # an epilogue branch waits for this dot where it starts
+        for use in list(wait.result.uses):
+            branch = _branch_of(use.operation, body)
+            if branch is None:
+                continue
+            if branch not in drained:
+                drained[branch] = ttng.WarpGroupDotWaitOp(wait.result, 0)
+                Rewriter.insert_op(drained[branch], InsertPoint.at_start(branch))
+            use.operation.operands[use.index] = drained[branch].result
         return wait
     async_dot.yielded = dot.d
     index = list(body.last_op.operands).index(dot.d)
