@@ -156,15 +156,17 @@ def _fuse(nest: Nest) -> None:
     env = {outer_body.args[0]: i, **dict(zip(outer_body.args[1:], outer_args))}
     early = _slice(_used_by(inner), nest.prologue)
     body.clone(early, env)
-    first = body.add(arith.CmpiOp("eq", j, zero)).result
-    flagged = {}  # inner dots whose C restarts through use_c
+    first = None
+    flagged = set()  # inner dots whose C restarts through use_c
     for arg, init, carried in zip(inner_body.args[1:], inner.iter_args, inner_args):
         dot = _zero_accumulator_dot(arg, init)
         if dot is not None:
-            flagged[dot] = carried
+            flagged.add(dot)
             env[arg] = carried
-        else:
-            env[arg] = body.add(arith.SelectOp(first, env.get(init, init), carried)).result
+            continue
+        if first is None:
+            first = body.add(arith.CmpiOp("eq", j, zero)).result
+        env[arg] = body.add(arith.SelectOp(first, env.get(init, init), carried)).result
     env[inner_body.args[0]] = k
     use_c = body.add(arith.CmpiOp("ne", j, zero)).result if flagged else None
     for op in list(inner_body.ops)[:-1]:
