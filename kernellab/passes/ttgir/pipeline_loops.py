@@ -45,6 +45,13 @@ copy's bytes are announced on its slot's barrier (`ttng.barrier_expect`, predica
 copies on the iteration existing), and `ttng.wait_barrier` on the read slot, with a parity the
 loop carries and flips each time the read slot wraps, replaces `ttg.async_wait`; the lowering
 puts the barrier before a refill where earlier reads of the slot are pending.
+A fused loop nest (passes/fuse_nested_loops.py: tl.range(..., flatten=True)) is pipelined like
+any loop: its addresses are pure ops of the induction variable, so the copies of iteration k+S-1
+may be the next tile's. Its asynchronous warp-group dot is also read by the epilogue branch
+(`scf.if` of a tile's last step), which waits for it (`warp_group_dot_wait {pendings = 0}`) where
+the branch starts; its refill comes after the `pendings = 1` wait of the previous dot, whose slot
+it reuses (the lowering's barrier before it), rather than taking one slot more: the epilogue's
+layout-conversion buffer is live beside the rings inside the loop.
 The old address computations of iteration k are left to dce. Where the rings would pass
 `shared_limit`, the loop gets the largest S that fits (at least 2). As in Triton, a store in the
 loop is not assumed to alias a pipelined load: loads of later iterations move above it.

@@ -11,8 +11,9 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.nvidia.launcher import OutOfResources
-from kernellab.examples import matmul_kernel, softmax_persistent_kernel
+from kernellab.examples import matmul_kernel, matmul_persistent_kernel, softmax_persistent_kernel
 from kernellab.passes.ttgir.pipeline_loops import ring_slots
+from tests.filecheck import check
 
 MATMUL_SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
 ALIGNED = {"tt.divisibility": 16}
@@ -201,3 +202,51 @@ def test_a_pointer_used_outside_address_computations_is_not_run_ahead(store_thro
                     constexprs={"BLOCK": 256, "STORE_THROUGH": store_through},
                     attrs={"x_ptr": ALIGNED, "out_ptr": ALIGNED}, target="sm_90")  # fmt: skip
     assert ck.asm["ttgir"].count("ttg.async_copy_global_to_local") == copies  # 2 loads x 3
+
+
+PERSISTENT_SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
+
+
+def compile_persistent_matmul(target: str, bm: int, bn: int, bk: int = 64, warps: int = 8, stages: int = 3):
+    """Tutorial 09's persistent matmul (tl.range(..., flatten=True) over its tiles), K-major A,
+    N-major B and C, as the benchmark launches it."""
+    constexprs = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=132,
+                      stride_ak=1, stride_bn=1, stride_cn=1)  # fmt: skip
+    return kl.compile(matmul_persistent_kernel, signature=PERSISTENT_SIGNATURE, constexprs=constexprs,
+                      attrs=MATMUL_ATTRS, target=target, num_warps=warps, num_stages=stages)  # fmt: skip
+
+
+@pytest.mark.parametrize("target,bn", [("sm_90a", 256), ("sm_80", 128)])
+def test_the_persistent_matmul_pipelines_across_tiles(target, bn):
+    """The fused loop's copies of steps t+1, t+2 (maybe the next tile's) are issued before this
+    step's epilogue branch stores the tile; the dot restarts the accumulator by its use_c flag."""
+    ck = compile_persistent_matmul(target, 128, bn)
+    assert next(r for r in ck.passes if r.name == "fuse_nested_loops").summary == "1× fuse-loop-nest"
+    ttgir = ck.asm["ttgir"]
+    fused = ttgir.split("scf.for")[1].split("} else {\n      scf.for")[0]
+    dot = (r"ttng.warp_group_dot %\w+, %\w+, %\w+, %(\w+) \{.*isAsync" if target == "sm_90a"
+           else r"tt.dot %\w+, %\w+, %\w+, %(\w+) ")  # fmt: skip
+    refill = ["ttg.async_copy_global_to_local", "ttg.async_copy_global_to_local", "ttg.async_commit_group"]
+    check(fused, [
+        "ttg.async_wait {num = 1 : i32}",
+        re.compile(r"arith.divsi %\w+, %\w+"),  # the tile of step t + 2
+        # mma.sync refills first; the asynchronous wgmma once the previous one is done (the
+        # epilogue's conversion buffer is live beside the rings: no slot more for it)
+        *(refill if target == "sm_80" else []),
+        re.compile(dot),
+        *(["ttng.warp_group_dot_wait", "pendings = 1", *refill] if target == "sm_90a" else []),
+        re.compile(r"scf.if %\w+ -> \(i32\)"),  # the epilogue, at the tile's last K step
+        *(["ttng.warp_group_dot_wait", "pendings = 0"] if target == "sm_90a" else []),
+        "arith.truncf", "tt.store",
+        "} else {",
+        re.compile(r"scf.yield %\w+, %\w+, %\w+, %\w+ : i32, tensor<128x\d+xf32, #mma>, i32, i32"),
+    ])  # fmt: skip
+    assert not re.search(r"arith.select .*tensor<128x\d+xf32", fused)  # no reset per K step
+    assert sorted(ring_slots(ck.module)) == sorted([(3, 128 * 64 * 2), (3, 64 * bn * 2)])
+    ptx = ck.asm["ptx"]
+    if target == "sm_90a":
+        assert "setp.ne.b32 p, " in ptx  # wgmma's scale-d from the use_c flag
+        assert ptx.count("wgmma.wait_group.sync.aligned 0;") >= 1
+    else:
+        assert "mma.sync.aligned.m16n8k16" in ptx
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
