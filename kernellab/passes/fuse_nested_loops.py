@@ -18,7 +18,8 @@ inner index j = t - o * n (n: the inner trips, at least 1):
   - the inner loop's carried values restart at each tile (j == 0) from the prologue's initial
     values, through `arith.select`, except an accumulator that starts at zero and only feeds a
     dot's C: that dot gets a `use_c` flag (j != 0) instead, which Hopper's wgmma takes as its
-    scale-d predicate, so no register is selected per K step;
+    scale-d predicate and mma.sync's lowering as a branch that zeroes C, so no register is
+    selected per K step;
   - the epilogue runs in `scf.if j == n - 1`, which yields the outer loop's carried values;
   - the fused loop's initial values for the inner carried values are the prologue's for the
     first outer iteration.
@@ -149,7 +150,7 @@ def _fuse(nest: Nest) -> None:
     t = body.block.args[0]
     outer_args = list(body.block.args[1:1 + n_outer])
     inner_args = list(body.block.args[1 + n_outer:])
-    o = body.add(arith.DivsiOp(t, inner_trips)).result
+    o = body.add(arith.DivuiOp(t, inner_trips)).result  # t >= 0, inner_trips >= 1: unsigned is cheaper
     j = body.add(arith.SubiOp(t, body.add(arith.MuliOp(o, inner_trips)).result)).result
     i = body.add(arith.AddiOp(outer.lb, body.add(arith.MuliOp(o, outer.step)).result)).result
     k = body.add(arith.AddiOp(inner.lb, body.add(arith.MuliOp(j, inner.step)).result)).result

@@ -48,7 +48,7 @@ def test_nest_becomes_one_loop_with_the_epilogue_at_the_last_inner_step():
         re.compile(r"= scf.if %\w+ -> \(i32\)"),
         re.compile(r"scf.for %(\w+) = %\w+ to %\w+ step %\w+ iter_args\(%\w+ = %count, %\w+ = %zero\) -> \(i32, tensor<16x16xf32>\)"),
         # the outer and inner indices of this step
-        "arith.divsi", "arith.subi", "arith.muli", "arith.addi %c1", "arith.addi %c0",
+        "arith.divui", "arith.subi", "arith.muli", "arith.addi %c1", "arith.addi %c0",
         # the accumulator restarts through the dot's use_c flag, not a select
         re.compile(r"arith.cmpi ne, %\w+, %\w+"),
         re.compile(r"tt.dot %a, %b, %\w+, %\w+ "),

@@ -153,11 +153,23 @@ def to_acc_type(ctx, v, src_elem, acc_elem):
 
 def accumulator_regs(ctx, op, regs: list) -> list:
     """The accumulator registers dot `op` adds into: `regs`, or zeros where its use_c flag is
-    false (one select per register: mma.sync and the FMA dots have no form that skips C)."""
+    false. mma.sync and the FMA dots have no form that skips C, so a branch zeroes the registers
+    (a fused nest's first K step of a tile) and phis join them: a select per register would
+    run at every step."""
     if op.use_c is None:
         return list(regs)
+    b = ctx.b
     use_c = ctx.get(op.use_c)
-    return [ctx.b.select(use_c, r, ir.Constant(r.type, 0)) for r in regs]
+    before = b.block
+    with b.if_then(b.not_(use_c), likely=False):
+        zeroed = b.block
+    out = []
+    for r in regs:
+        phi = b.phi(r.type)
+        phi.add_incoming(r, before)
+        phi.add_incoming(ir.Constant(r.type, 0), zeroed)
+        out.append(phi)
+    return out
 
 
 LOOP_BODY_PRODUCTS = 512

@@ -229,7 +229,7 @@ def test_the_persistent_matmul_pipelines_across_tiles(target, bn):
     refill = ["ttg.async_copy_global_to_local", "ttg.async_copy_global_to_local", "ttg.async_commit_group"]
     check(fused, [
         "ttg.async_wait {num = 1 : i32}",
-        re.compile(r"arith.divsi %\w+, %\w+"),  # the tile of step t + 2
+        re.compile(r"arith.divui %\w+, %\w+"),  # the tile of a step: t / K steps
         # mma.sync refills first; the asynchronous wgmma once the previous one is done (the
         # epilogue's conversion buffer is live beside the rings: no slot more for it)
         *(refill if target == "sm_80" else []),
@@ -247,6 +247,6 @@ def test_the_persistent_matmul_pipelines_across_tiles(target, bn):
     if target == "sm_90a":
         assert "setp.ne.b32 p, " in ptx  # wgmma's scale-d from the use_c flag
         assert ptx.count("wgmma.wait_group.sync.aligned 0;") >= 1
-    else:
-        assert "mma.sync.aligned.m16n8k16" in ptx
+    else:  # a branch zeroes C at a tile's first step: no select per register and step
+        assert "mma.sync.aligned.m16n8k16" in ptx and "selp.f32" not in ptx
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
