@@ -37,7 +37,6 @@ from xdsl.ir import (
 )
 from xdsl.irdl import (
     AnyAttr,
-    EqAttrConstraint,
     VarConstraint,
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
@@ -798,22 +797,19 @@ INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
 
 @irdl_op_definition
 class DotOp(IRDLOperation):
-    """d = a @ b + c on 2-D (or batched 3-D) tiles; with `use_c` (a runtime i1, as Triton's
-    warp-group dot's useC), d = a @ b where it is false: a fused loop nest starts each tile's
-    accumulator this way instead of selecting zeros into it (passes/fuse_nested_loops.py)."""
+    """d = a @ b + c on 2-D (or batched 3-D) tiles."""
 
     T: ClassVar = VarConstraint("T", AnyAttr())
     name = "tt.dot"
     a = operand_def()
     b = operand_def()
     c = operand_def(T)
-    use_c = opt_operand_def(EqAttrConstraint(i1))
     d = result_def(T)
     input_precision = prop_def(StringAttr)
     max_num_imprecise_acc = prop_def(IntegerAttr)
     irdl_options = (ParsePropInAttrDict(),)
     traits = traits_def(Pure())
-    assembly_format = "$a `,` $b `,` $c (`,` $use_c^)? attr-dict `:` type($a) `*` type($b) `->` type($d)"
+    assembly_format = "$a `,` $b `,` $c attr-dict `:` type($a) `*` type($b) `->` type($d)"
 
     def __init__(
         self,
@@ -822,10 +818,9 @@ class DotOp(IRDLOperation):
         c: SSAValue,
         input_precision: str = "ieee",
         max_num_imprecise_acc: int = 0,
-        use_c: SSAValue | None = None,
     ):
         super().__init__(
-            operands=[a, b, c, [] if use_c is None else [use_c]],
+            operands=[a, b, c],
             result_types=[c.type],
             properties={
                 "input_precision": StringAttr(input_precision),

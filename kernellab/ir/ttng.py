@@ -41,13 +41,11 @@ from xdsl.irdl import (
     AnyOf,
     AttrSizedOperandSegments,
     BaseAttr,
-    EqAttrConstraint,
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
     irdl_op_definition,
     operand_def,
-    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -68,25 +66,22 @@ class WarpGroupDotOp(IRDLOperation):
     b = operand_def(MemDescType)
     T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
     c = operand_def(T)
-    use_c = opt_operand_def(EqAttrConstraint(i1))  # tt.dot's: false reads no C (scale-d false)
     d = result_def(T)
     input_precision = prop_def(StringAttr)
     is_async = opt_prop_def(UnitAttr, prop_name="isAsync")
     max_num_imprecise_acc = opt_prop_def(IntegerAttr, prop_name="maxNumImpreciseAcc")
     traits = traits_def(MemoryReadEffect())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$a `,` $b `,` $c (`,` $use_c^)? attr-dict `:` type($a) `*` type($b) `->` type($d)"
+    assembly_format = "$a `,` $b `,` $c attr-dict `:` type($a) `*` type($b) `->` type($d)"
 
     def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, input_precision: str = "tf32",
-                 is_async: bool = False, max_num_imprecise_acc: int = 0,
-                 use_c: SSAValue | None = None):  # fmt: skip
+                 is_async: bool = False, max_num_imprecise_acc: int = 0):  # fmt: skip
         props = {"input_precision": StringAttr(input_precision)}
         if is_async:
             props["isAsync"] = UnitAttr()
         if max_num_imprecise_acc:
             props["maxNumImpreciseAcc"] = IntegerAttr(max_num_imprecise_acc, i32)
-        super().__init__(operands=[a, b, c, [] if use_c is None else [use_c]], result_types=[c.type],
-                         properties=props)  # fmt: skip
+        super().__init__(operands=[a, b, c], result_types=[c.type], properties=props)
 
 
 @irdl_op_definition

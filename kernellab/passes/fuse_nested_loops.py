@@ -15,12 +15,13 @@ inner index j = t - o * n (n: the inner trips, at least 1):
     variable are what the pipeliner's address analysis accepts, so the copies of iteration
     t + S - 1 (maybe of the next tile) get that tile's addresses. Prologue ops only the epilogue
     needs are computed in the epilogue's branch instead;
-  - the inner loop's carried values restart at each tile (j == 0) from the prologue's initial
-    values, through `arith.select`, except an accumulator that starts at zero and only feeds a
-    dot's C: that dot gets a `use_c` flag (j != 0) instead, which Hopper's wgmma takes as its
-    scale-d predicate and mma.sync's lowering as a branch that zeroes C, so no register is
-    selected per K step;
   - the epilogue runs in `scf.if j == n - 1`, which yields the outer loop's carried values;
+  - the inner loop's carried values restart for each tile: one whose initial value is defined
+    outside the outer loop (a tile's accumulator, zeros) is reset by the epilogue branch, which
+    yields that value for the next tile (the other branch the running one), so the reset costs
+    a tile, not a K step, a select per register (and an asynchronous wgmma's accumulator is
+    never copied while it runs: the branch writes it after waiting); one the prologue computes
+    restarts at j == 0 through `arith.select`;
   - the fused loop's initial values for the inner carried values are the prologue's for the
     first outer iteration.
 The fused loop runs only where both loops run at least once; otherwise (no tiles, or K == 0)
@@ -35,15 +36,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
-from kernellab.ir import arith, tt
-from kernellab.passes.folding import constant_of
+from kernellab.ir import arith
 from kernellab.passes.manager import PassOutcome
 
 NAME = "fuse_nested_loops"
@@ -158,35 +157,33 @@ def _fuse(nest: Nest) -> None:
     early = _slice(_used_by(inner), nest.prologue)
     body.clone(early, env)
     first = None
-    flagged = set()  # inner dots whose C restarts through use_c
-    for arg, init, carried in zip(inner_body.args[1:], inner.iter_args, inner_args):
-        dot = _zero_accumulator_dot(arg, init)
-        if dot is not None:
-            flagged.add(dot)
+    restarted = []  # inner carried values the epilogue branch resets: their start is invariant
+    for m, (arg, init, carried) in enumerate(zip(inner_body.args[1:], inner.iter_args, inner_args)):
+        if not _defined_in(init, outer):
+            restarted.append(m)
             env[arg] = carried
             continue
         if first is None:
             first = body.add(arith.CmpiOp("eq", j, zero)).result
         env[arg] = body.add(arith.SelectOp(first, env.get(init, init), carried)).result
     env[inner_body.args[0]] = k
-    use_c = body.add(arith.CmpiOp("ne", j, zero)).result if flagged else None
-    for op in list(inner_body.ops)[:-1]:
-        if op in flagged:
-            new = body.add(_dot_with_use_c(op, env, use_c))
-            env[op.d] = new.d
-        else:
-            body.clone([op], env)
+    body.clone(list(inner_body.ops)[:-1], env)
     new_inner = [env.get(v, v) for v in inner_body.last_op.operands]
     env.update(zip(inner.results, new_inner))
 
     epilogue = _Builder(Block())
     epilogue.clone([op for op in nest.prologue if op not in early], env)
     epilogue.clone(nest.epilogue, env)
-    epilogue.add(scf.YieldOp(*[env.get(v, v) for v in outer_body.last_op.operands]))
+    outer_yield = [env.get(v, v) for v in outer_body.last_op.operands]
+    epilogue.add(scf.YieldOp(*outer_yield, *(inner.iter_args[m] for m in restarted)))
+    otherwise = Block([scf.YieldOp(*outer_args, *(new_inner[m] for m in restarted))])
     last = body.add(arith.CmpiOp("eq", j, last_j)).result
-    branch = body.add(scf.IfOp(last, [v.type for v in outer_args], [epilogue.block],
-                               [Block([scf.YieldOp(*outer_args)])]))  # fmt: skip
-    body.add(scf.YieldOp(*branch.results, *new_inner))
+    result_types = [v.type for v in outer_args] + [new_inner[m].type for m in restarted]
+    branch = body.add(scf.IfOp(last, result_types, [epilogue.block], [otherwise]))
+    carried_next = list(new_inner)
+    for m, value in zip(restarted, branch.results[n_outer:]):
+        carried_next[m] = value
+    body.add(scf.YieldOp(*branch.results[:n_outer], *carried_next))
     fused = then.add(scf.ForOp(zero, total, one, [*outer.iter_args, *inner_inits], body.block))
     stages = inner.attributes.get("tt.num_stages") or outer.attributes.get("tt.num_stages")
     if stages is not None:
@@ -228,28 +225,3 @@ def _slice(roots: list[SSAValue], ops: list[Operation]) -> list[Operation]:
 def _used_by(loop: scf.ForOp) -> list[SSAValue]:
     """Every value `loop` and the ops inside it read."""
     return [v for op in loop.walk() for v in op.operands]
-
-
-def _zero_accumulator_dot(arg: SSAValue, init: SSAValue) -> tt.DotOp | None:
-    """The dot whose C is inner carried value `arg`, when that is its only use and it starts
-    as +0 (a tile's accumulator): restarting it is the dot not reading C."""
-    uses = list(arg.uses)
-    if len(uses) != 1:
-        return None
-    dot = uses[0].operation
-    if not isinstance(dot, tt.DotOp) or uses[0].index != 2 or dot.use_c is not None:
-        return None
-    if dot.parent_block() is not arg.owner:
-        return None
-    value = constant_of(init)
-    if value is None or np.any(value != 0) or np.any(np.signbit(value)):
-        return None
-    return dot
-
-
-def _dot_with_use_c(dot: tt.DotOp, env: dict, use_c: SSAValue) -> tt.DotOp:
-    new = tt.DotOp(*(env.get(v, v) for v in (dot.a, dot.b, dot.c)), dot.input_precision.data,
-                   dot.max_num_imprecise_acc.value.data, use_c)  # fmt: skip
-    new.location = dot.location
-    new.attributes.update(dot.attributes)
-    return new

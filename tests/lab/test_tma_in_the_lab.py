@@ -18,7 +18,7 @@ def descriptor_matmul():
 
 def test_the_barrier_ring_is_not_a_buffer_to_swizzle(descriptor_matmul):
     ttgir = descriptor_matmul.asm["ttgir"]
-    assert "ttng.init_barrier" in ttgir and "!ttg.memdesc<3x1xi64" in ttgir  # the ring is there
+    assert "ttng.init_barrier" in ttgir and "!ttg.memdesc<4x1xi64" in ttgir  # the ring is there
     assert all(b.elem_bytes != 8 for b in shared_buffers(descriptor_matmul))
 
 

@@ -211,10 +211,7 @@ def _dot(c, op):
         d = d + acc.astype(work)
         return round_float(d, acc_dt) if is_float else d.astype(acc_dt)
 
-    def dot(a, b, acc, use_c=None):
-        if use_c is not None:  # false: C is not read (a fused nest's first K step of a tile)
-            use_c = np.asarray(use_c)
-            acc = np.where(use_c.reshape(use_c.shape + (1,) * (acc.ndim - use_c.ndim)), acc, acc.dtype.type(0))
+    def dot(a, b, acc):
         if group is None:
             return product(a, b, acc)
         for k0 in range(0, a.shape[-1], group):

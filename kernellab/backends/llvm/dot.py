@@ -151,27 +151,6 @@ def to_acc_type(ctx, v, src_elem, acc_elem):
     return b.fptrunc(v, aty)
 
 
-def accumulator_regs(ctx, op, regs: list) -> list:
-    """The accumulator registers dot `op` adds into: `regs`, or zeros where its use_c flag is
-    false. mma.sync and the FMA dots have no form that skips C, so a branch zeroes the registers
-    (a fused nest's first K step of a tile) and phis join them: a select per register would
-    run at every step."""
-    if op.use_c is None:
-        return list(regs)
-    b = ctx.b
-    use_c = ctx.get(op.use_c)
-    before = b.block
-    with b.if_then(b.not_(use_c), likely=False):
-        zeroed = b.block
-    out = []
-    for r in regs:
-        phi = b.phi(r.type)
-        phi.add_incoming(r, before)
-        phi.add_incoming(ir.Constant(r.type, 0), zeroed)
-        out.append(phi)
-    return out
-
-
 LOOP_BODY_PRODUCTS = 512
 """Products per thread a dot emits as straight-line code. A dot with more (operands in shared
 memory) runs K as a loop whose body covers at most this many: the code, LLVM's and ptxas's
@@ -204,8 +183,7 @@ def _dot(ctx, op):
     operands = operand_flats(c_lay, a_lay.shape, b_lay.shape)
     canonical = c_lay.canonical_regs
     pairs = [operands(r, 0) for r in canonical]  # (A row, B column) of each element at k = 0
-    c_regs = accumulator_regs(ctx, op, c_tv.regs)
-    work = [to_acc_type(ctx, c_regs[r], acc_elem, work_elem) for r in canonical]
+    work = [to_acc_type(ctx, c_tv.regs[r], acc_elem, work_elem) for r in canonical]
 
     def k_steps(work, k0, count):
         for j in range(count):

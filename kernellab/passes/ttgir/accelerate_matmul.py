@@ -199,7 +199,7 @@ def _to_mma(op: tt.DotOp, rewriter: PatternRewriter) -> bool:
         layout = ttg.DotOperandEncodingAttr(idx, mma, k_width(value.type.element_type))
         operands.append(convert_before(_unconverted(value), layout, op))
     acc = convert_before(_unconverted(op.c), mma, op)
-    dot = tt.DotOp(*operands, acc, op.input_precision.data, op.max_num_imprecise_acc.value.data, op.use_c)
+    dot = tt.DotOp(*operands, acc, op.input_precision.data, op.max_num_imprecise_acc.value.data)
     dot.location = op.location
     rewriter.replace(op, [dot, ttg.ConvertLayoutOp(dot.d, op.d.type)])
     _erase_unused_conversions(old_converts, rewriter)

@@ -133,7 +133,6 @@ class _Converter(StructuredWalk):
                 retyped(op.a.type, ttg.DotOperandEncodingAttr(0, parent)),
                 retyped(op.b.type, ttg.DotOperandEncodingAttr(1, parent)),
                 op.d.type,
-                *(v.type for v in op.operands[3:]),  # use_c, a scalar
             ]
         return [self.default(v.type) for v in op.operands]
 

@@ -154,7 +154,7 @@ def _computed_from_dot(value: SSAValue, limit: int = 256) -> bool:
 def warp_group_dot(staged: list[Operation], acc: SSAValue, op: tt.DotOp) -> ttng.WarpGroupDotOp:
     imprecise = op.max_num_imprecise_acc.value.data if isinstance(op.a.type.element_type, FP8) else 0
     dot = ttng.WarpGroupDotOp(staged[0].results[0], staged[1].results[0], acc, op.input_precision.data,
-                              max_num_imprecise_acc=imprecise, use_c=op.use_c)  # fmt: skip
+                              max_num_imprecise_acc=imprecise)  # fmt: skip
     dot.location = op.location
     return dot
 

@@ -47,11 +47,13 @@ loop carries and flips each time the read slot wraps, replaces `ttg.async_wait`;
 puts the barrier before a refill where earlier reads of the slot are pending.
 A fused loop nest (passes/fuse_nested_loops.py: tl.range(..., flatten=True)) is pipelined like
 any loop: its addresses are pure ops of the induction variable, so the copies of iteration k+S-1
-may be the next tile's. Its asynchronous warp-group dot is also read by the epilogue branch
-(`scf.if` of a tile's last step), which waits for it (`warp_group_dot_wait {pendings = 0}`) where
-the branch starts; its refill comes after the `pendings = 1` wait of the previous dot, whose slot
-it reuses (the lowering's barrier before it), rather than taking one slot more: the epilogue's
-layout-conversion buffer is live beside the rings inside the loop.
+may be the next tile's. Its warp-group dot stays asynchronous: its result goes to the next
+iteration through the epilogue branch (`scf.if` of a tile's last step, which yields the reset
+accumulator, the other branch the running one), and the epilogue waits for it
+(`warp_group_dot_wait {pendings = 0}`) where the branch starts; its refill comes after the
+`pendings = 1` wait of the previous dot, whose slot it reuses (the lowering's barrier before
+it), rather than taking one slot more: the epilogue's layout-conversion buffer is live beside
+the rings inside the loop.
 The old address computations of iteration k are left to dce. Where the rings would pass
 `shared_limit`, the loop gets the largest S that fits (at least 2). As in Triton, a store in the
 loop is not assumed to alias a pipelined load: loads of later iterations move above it.
@@ -508,8 +510,8 @@ def _refills_first(body: Block) -> bool:
 @dataclass
 class _AsyncDot:
     dot: ttng.WarpGroupDotOp
-    yielded: SSAValue | None = None  # what the yield carries: the dot's result, or its wait
-    epilogue: bool = False  # its result is also read in a branch of the loop (a fused nest's)
+    yielded: SSAValue | None = None  # what the yield carries: the dot's result, its wait, or an epilogue's result
+    epilogue: bool = False  # its result goes through a branch of the loop (a fused nest's epilogue)
 
 
 def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
@@ -531,15 +533,20 @@ def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
     elif dot.a.owner not in allocs and _defined_in(dot.a, body):
         return None
     uses = list(dot.d.uses)
-    branch_uses = [use for use in uses if use.operation is not body.last_op]
-    if len(uses) - len(branch_uses) != 1:
+    if len(uses) == 1 and uses[0].operation is body.last_op:
+        return _AsyncDot(dot)
+    # a fused nest's epilogue: the result is read in an scf.if of the body (a tile's last K
+    # step), which waits for the dot, and carried through it into the next iteration's C
+    if len(dots) > 1 or not _is_iter_arg(dot.c, body):  # C read nowhere else while in flight
         return None
-    if branch_uses:  # a fused nest's epilogue, in `scf.if last K step`: it waits for the dot
-        if len(dots) > 1 or not _is_iter_arg(dot.c, body):  # C read nowhere else while in flight
-            return None
-        if not all(_branch_of(use.operation, body) is not None for use in branch_uses):
-            return None
-    return _AsyncDot(dot, epilogue=bool(branch_uses))
+    carried = body.last_op.operands[dot.c.index - 1]
+    branch = carried.owner
+    if not isinstance(branch, scf.IfOp) or branch.parent_block() is not body:
+        return None
+    blocks = [region.block for region in branch.regions]
+    if not all(_branch_of(use.operation, body) in blocks for use in uses):
+        return None
+    return _AsyncDot(dot, yielded=carried, epilogue=True)
 
 
 def _branch_of(op: Operation, body: Block) -> Block | None:
@@ -586,12 +593,14 @@ def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:
         wait = ttng.WarpGroupDotWaitOp(dot.d, 1)
         Rewriter.insert_op(wait, InsertPoint.after(dot))
         dot.d.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
-        async_dot.yielded = wait.result
-        drained = {}  # an epilogue branch waits for this dot where it starts
+        if not async_dot.epilogue:
+            async_dot.yielded = wait.result
+            return wait
+        drained = {}  # a branch that reads the result waits for the dot where it starts
         for use in list(wait.result.uses):
             branch = _branch_of(use.operation, body)
-            if branch is None:
-                continue
+            if use.operation is branch.last_op:
+                continue  # carried on, still running
             if branch not in drained:
                 drained[branch] = ttng.WarpGroupDotWaitOp(wait.result, 0)
                 Rewriter.insert_op(drained[branch], InsertPoint.at_start(branch))

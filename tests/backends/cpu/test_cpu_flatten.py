@@ -56,7 +56,7 @@ def test_persistent_descriptor_matmul_fused_matches_float64(rng, M, N, K, progra
     ck = matmul_descriptor_persistent_kernel[(programs,)](
         TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BN, BK]),
         TensorDescriptor.from_tensor(c, [BM, BN]), M, N, K, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
-        BLOCK_SIZE_K=BK, GROUP_SIZE_M=2, NUM_SMS=programs, target="cpu")  # fmt: skip
+        BLOCK_SIZE_K=BK, GROUP_SIZE_M=2, NUM_SMS=programs, FLATTEN=True, target="cpu")  # fmt: skip
     assert _fused(ck)
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.all(np.abs(c.astype(np.float64) - ref) <= _bound(a, b.T, ref, K))

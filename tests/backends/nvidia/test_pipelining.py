@@ -219,13 +219,12 @@ def compile_persistent_matmul(target: str, bm: int, bn: int, bk: int = 64, warps
 @pytest.mark.parametrize("target,bn", [("sm_90a", 256), ("sm_80", 128)])
 def test_the_persistent_matmul_pipelines_across_tiles(target, bn):
     """The fused loop's copies of steps t+1, t+2 (maybe the next tile's) are issued before this
-    step's epilogue branch stores the tile; the dot restarts the accumulator by its use_c flag."""
+    step's epilogue branch stores the tile and resets the accumulator (once per tile)."""
     ck = compile_persistent_matmul(target, 128, bn)
     assert next(r for r in ck.passes if r.name == "fuse_nested_loops").summary == "1× fuse-loop-nest"
     ttgir = ck.asm["ttgir"]
     fused = ttgir.split("scf.for")[1].split("} else {\n      scf.for")[0]
-    dot = (r"ttng.warp_group_dot %\w+, %\w+, %\w+, %(\w+) \{.*isAsync" if target == "sm_90a"
-           else r"tt.dot %\w+, %\w+, %\w+, %(\w+) ")  # fmt: skip
+    dot = r"ttng.warp_group_dot %\w+, %\w+, %\w+ \{.*isAsync" if target == "sm_90a" else r"tt.dot %\w+, %\w+, %\w+ "
     refill = ["ttg.async_copy_global_to_local", "ttg.async_copy_global_to_local", "ttg.async_commit_group"]
     check(fused, [
         "ttg.async_wait {num = 1 : i32}",
@@ -235,18 +234,20 @@ def test_the_persistent_matmul_pipelines_across_tiles(target, bn):
         *(refill if target == "sm_80" else []),
         re.compile(dot),
         *(["ttng.warp_group_dot_wait", "pendings = 1", *refill] if target == "sm_90a" else []),
-        re.compile(r"scf.if %\w+ -> \(i32\)"),  # the epilogue, at the tile's last K step
+        # the epilogue, at the tile's last K step, hands the next tile a zero accumulator
+        re.compile(r"scf.if %\w+ -> \(i32, tensor<128x\d+xf32, #mma>\)"),
         *(["ttng.warp_group_dot_wait", "pendings = 0"] if target == "sm_90a" else []),
-        "arith.truncf", "tt.store",
+        "arith.truncf", "tt.store", re.compile(r"scf.yield %\w+, %\w+ : i32, tensor<128x\d+xf32, #mma>"),
         "} else {",
         re.compile(r"scf.yield %\w+, %\w+, %\w+, %\w+ : i32, tensor<128x\d+xf32, #mma>, i32, i32"),
     ])  # fmt: skip
+    assert "ttg.convert_layout" not in fused.split("arith.truncf")[0]  # the accumulator stays in #mma
     assert not re.search(r"arith.select .*tensor<128x\d+xf32", fused)  # no reset per K step
     assert sorted(ring_slots(ck.module)) == sorted([(3, 128 * 64 * 2), (3, 64 * bn * 2)])
     ptx = ck.asm["ptx"]
     if target == "sm_90a":
-        assert "setp.ne.b32 p, " in ptx  # wgmma's scale-d from the use_c flag
         assert ptx.count("wgmma.wait_group.sync.aligned 0;") >= 1
-    else:  # a branch zeroes C at a tile's first step: no select per register and step
-        assert "mma.sync.aligned.m16n8k16" in ptx and "selp.f32" not in ptx
+    else:
+        assert "mma.sync.aligned.m16n8k16" in ptx
+    assert "selp.f32" not in ptx  # no select per accumulator register and K step
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0

@@ -66,11 +66,12 @@ def record(ck, name):
     return next(r for r in ck.passes if r.name == name)
 
 
-def compile_matmul(bm=128, bn=128, bk=64, warps=4, stages=3, dtype=np.float16):
+def compile_matmul(bm=128, bn=128, bk=64, warps=4, stages=3, dtype=np.float16, flatten=False):
     a = np.zeros((512, 512), dtype)
     args = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(a, [bn, bk]),
             TensorDescriptor.from_tensor(a, [bm, bn]), 512, 512, 512)  # fmt: skip
-    meta = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=132)
+    meta = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=132,
+                FLATTEN=flatten)  # fmt: skip
     return compiled(matmul_descriptor_persistent_kernel, args, meta, num_warps=warps, num_stages=stages)
 
 
@@ -315,10 +316,44 @@ def test_a_tile_not_feeding_a_dot_is_copied_then_read_from_shared_memory():
     assert len(ck.asm["cubin"]) > 0
 
 
-def test_persistent_descriptor_matmul_is_fused_and_pipelined_tma_into_wgmma():
-    """flatten=True: one loop over tiles x K steps (guarded by both running), TMA copies of the
-    next steps issued (maybe the next tile's) before this tile's epilogue stores."""
+def test_persistent_descriptor_matmul_is_pipelined_tma_into_wgmma():
     ck = compile_matmul()
+    check(ck.asm["ttgir"], [
+        "#mma = #ttg.nvidia_mma<{versionMajor = 3",
+        "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 16}>",
+        "#shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = 1, elementBitWidth = 16}>",
+        "scf.for",
+        # 3 stages, refill first, the dot asynchronous: 4 slots, one barrier each
+        "ttg.local_alloc : () -> !ttg.memdesc<4x128x64xf16, #shared, #smem, mutable>",
+        # B's N x K tiles land K-major: Bᵀ's transposed NVMMA buffer, the same bytes
+        "ttg.local_alloc : () -> !ttg.memdesc<4x64x128xf16, #shared1, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<4x1xi64, #shared2, #smem, mutable>",
+        "ttng.init_barrier", "ttng.init_barrier", "ttng.init_barrier", "ttng.init_barrier",
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        re.compile(r"scf.for .* iter_args\(.*\) -> \(tensor<128x128xf32, #mma>, i32, i32, i32\)"),
+        re.compile(r"ttng.wait_barrier %\w+, %\w+"),
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        "ttng.warp_group_dot", "isAsync", "ttng.warp_group_dot_wait",
+        "arith.xori",  # the phase flips when the read slot wraps
+        "scf.yield",
+        "ttng.inval_barrier", "ttng.inval_barrier", "ttng.inval_barrier", "ttng.inval_barrier",
+        re.compile(r"ttg.local_alloc %\w+ : \(tensor<128x128xf16, #mma>\)"),  # C straight from the accumulator
+        "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global",
+    ])  # fmt: skip
+    loop = ck.asm["ttgir"].split("scf.for")[2].split("scf.yield")[0]
+    check_not(loop, ["ttg.async_copy_global_to_local", "ttg.local_load", "tt.load", "tt.trans"])
+    ptx = ck.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+    # A's and B's tiles are one 128-byte panel each: two TMA copies per issue (2 + 1 sites)
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 2 * 3
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+def test_persistent_descriptor_matmul_is_fused_and_pipelined_tma_into_wgmma():
+    """FLATTEN: one loop over tiles x K steps (guarded by both running), TMA copies of the
+    next steps issued (maybe the next tile's) before this tile's epilogue stores."""
+    ck = compile_matmul(flatten=True)
     assert "1× fuse-loop-nest" in record(ck, "fuse_nested_loops").summary
     check(ck.asm["ttgir"], [
         "#mma = #ttg.nvidia_mma<{versionMajor = 3",
@@ -337,14 +372,17 @@ def test_persistent_descriptor_matmul_is_fused_and_pipelined_tma_into_wgmma():
         re.compile(r"scf.for .* iter_args\(.*\) -> \(tensor<128x128xf32, #mma>, i32, i32, i32\)"),
         re.compile(r"ttng.wait_barrier %\w+, %\w+"),
         "arith.divui",  # the tile of this step
-        # the first K step of a tile does not read the accumulator (scale-d false)
-        re.compile(r"ttng.warp_group_dot %\w+, %\w+, %\w+, %\w+ \{.*isAsync"),
+        re.compile(r"ttng.warp_group_dot %\w+, %\w+, %\w+ \{.*isAsync"),
         "ttng.warp_group_dot_wait", "pendings = 1",
         "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
-        "scf.if",  # the epilogue, at a tile's last K step
+        # the epilogue, at a tile's last K step: it waits for the dot, stores, and hands the
+        # next tile a zero accumulator; the other branch the running one
+        re.compile(r"scf.if %\w+ -> \(tensor<128x128xf32, #mma>\)"),
         "ttng.warp_group_dot_wait", "pendings = 0",
         re.compile(r"ttg.local_alloc %\w+ : \(tensor<128x128xf16, #mma>\)"),  # C straight from the accumulator
         "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global",
+        re.compile(r"scf.yield %\w+ : tensor<128x128xf32, #mma>"), "} else {",
+        re.compile(r"scf.yield %\w+ : tensor<128x128xf32, #mma>"),
         "arith.xori",  # the phase flips when the read slot wraps
         "scf.yield",
         "ttng.inval_barrier", "ttng.inval_barrier", "ttng.inval_barrier",
@@ -357,7 +395,6 @@ def test_persistent_descriptor_matmul_is_fused_and_pipelined_tma_into_wgmma():
     check_not(ck.asm["ttgir"].split("} else {")[-1], ["ttng.warp_group_dot ", "ttng.async_tma_copy_global_to_local"])
     ptx = ck.asm["ptx"]
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
-    assert "setp.ne.b32 p, " in ptx  # scale-d from the use_c flag
     # A's and B's tiles are one 128-byte panel each: two TMA copies per issue (2 + 1 sites)
     assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 2 * 3
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0

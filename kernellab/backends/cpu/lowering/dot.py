@@ -114,8 +114,6 @@ def _dot(ctx, op):
     a_parts = [_to_stack(ctx, v) for v in _parts(ctx, _row_major(ctx, op.a, work_ty), precision)]
     b_parts = [_to_stack(ctx, v) for v in _parts(ctx, _row_major(ctx, op.b, work_ty), precision)]
     acc = as_vector(ctx, ctx.get(op.c), c_lay)
-    if op.use_c is not None:  # one vector select per dot: the tile is one vector here
-        acc = ctx.b.select(ctx.get(op.use_c), acc, ir.Constant(acc.type, None))
     c_flat = _convert(ctx, permute(ctx, acc, [c_lay.reg_of_flat[f] for f in range(c_lay.numel)]), work_ty)
     c_slot = _to_stack(ctx, c_flat)
     tile = micro_tile(work_ty, M, N, len(a_parts), len(b_parts), vector_registers())

@@ -29,7 +29,6 @@ import llvmlite.ir as ir
 from xdsl.dialects import builtin
 
 from kernellab.backends.llvm import CORE_RULES
-from kernellab.backends.llvm.dot import accumulator_regs
 from kernellab.backends.llvm.layout import Lay
 from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval, smem_offset, vector_run
 from kernellab.backends.llvm.smem_vectors import load_run, smem_elem_bytes
@@ -88,7 +87,7 @@ def _mma_dot(ctx, op) -> None:
     c_tiles = _tiles(c_tv.lay, (16, 8))
     precision = op.input_precision.data if isinstance(elem, builtin.Float32Type) else ""
     pack = fragment_packer(ctx, elem)
-    out = accumulator_regs(ctx, op, c_tv.regs)
+    out = list(c_tv.regs)
     k_tiles = sorted({key[-1] for key in a_tiles})
     for kt in k_tiles:  # tile keys: (batch,) row tile, column tile
         a_parts = {key[:-1]: pack([a_reg(r) for r in regs])

@@ -48,7 +48,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
 )
 
-from kernellab.backends.llvm.dot import accumulator_regs
 from kernellab.backends.llvm.layout import _log2
 from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval
 from kernellab.backends.llvm.types import F32, I32, I64, TV
@@ -92,26 +91,17 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
     result_type = ir.LiteralStructType([acc_type] * count)
 
     promote = _promotion_k(op, k, k_instr)
-    if promote:  # the chunks start from zeros anyway: use_c selects what they are added to
-        regs = accumulator_regs(ctx, op, regs)
     # a zero accumulator (attention's Q·Kᵀ) is not read: its first instructions get scale-d
-    # false (D = A·B), so no registers are zeroed for them; a use_c flag (a fused loop nest's
-    # first K step of a tile) becomes their scale-d predicate at run time
+    # false (D = A·B), so no registers are zeroed for them
     skip_c = promote or all(isinstance(r, ir.Constant) and r.constant == 0 for r in regs)
-    use_c = None if skip_c or op.use_c is None else b.zext(ctx.get(op.use_c), I32)
     first_text = _instruction_text(n_instr, k_instr, kinds, a_operand.transposed, b_desc.transposed,
-                                   a_in_registers, accumulate=False if use_c is None else None)  # fmt: skip
-    first_constraints = constraints
-    if use_c is not None:  # the flag is one more input, after B's descriptor
-        first_constraints = ",".join([acc_constraint] * count + a_constraints + ["l", "r"]
-                                     + [str(i) for i in range(count)])  # fmt: skip
+                                   a_in_registers, accumulate=False)  # fmt: skip
     if a_in_registers:  # packed before the fence: a register written between a warp group's
         # wgmmas makes ptxas wait for the ones before it (its warning C7519)
         fragments = {(m_rep, kk): a_operand.fragment(m_rep, kk)
                      for kk in range(0, k, k_instr) for m_rep in range(0, m, 16 * wm)}  # fmt: skip
     for k0 in range(0, k, promote or k):
         sums = [ir.Constant(acc_type, ir.Undefined)] * len(regs) if skip_c else regs
-        fresh_k = k0 if skip_c or use_c is not None else None  # the K step with scale-d not 1
         ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
         for kk in range(k0, k0 + (promote or k), k_instr):
             for m_rep in range(0, m, 16 * wm):
@@ -121,11 +111,9 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
                     slots = [_register(lay, m_rep + 8 * ((i >> 1) & 1), n_rep + (i & 1) + 8 * (i >> 2))
                              for i in range(count)]  # fmt: skip
                     a_args = fragments[m_rep, kk] if a_in_registers else [a_operand.at(rows, I32(kk))]
-                    fresh = kk == fresh_k
-                    flag = [use_c] if fresh and use_c is not None else []
-                    args = a_args + [b_desc.at(I32(kk), cols)] + flag + [sums[r] for r in slots]
-                    out = ctx.asm(result_type, first_text if fresh else text,
-                                  first_constraints if fresh else constraints, args, side_effect=True)  # fmt: skip
+                    args = a_args + [b_desc.at(I32(kk), cols)] + [sums[r] for r in slots]
+                    fresh = skip_c and kk == k0
+                    out = ctx.asm(result_type, first_text if fresh else text, constraints, args, side_effect=True)
                     for i, r in enumerate(slots):
                         sums[r] = b.extract_value(out, i)
         ctx.asm(ir.VoidType(), "wgmma.commit_group.sync.aligned;", "", [], side_effect=True)
@@ -196,11 +184,10 @@ def _wait(ctx, regs: list, pendings: int, op) -> list:
 
 
 def _instruction_text(n_instr: int, k_instr: int, kinds, trans_a: bool, trans_b: bool,
-                      a_in_registers: bool = False, accumulate: bool | None = True) -> str:  # fmt: skip
+                      a_in_registers: bool = False, accumulate: bool = True) -> str:  # fmt: skip
     """16-bit operands take the transpose immediates (a register A none of its own); fp8 and
     tf32 ones are K-major only and take none; s8 ones take no scale immediates either (the
-    accumulator is s32). `accumulate` False sets scale-d false: D = A·B, C not read; None
-    reads scale-d from the input after B's descriptor (an i32, nonzero: accumulate)."""
+    accumulator is s32). `accumulate` False sets scale-d false: D = A·B, C not read."""
     count = n_instr // 2
     outs = ",".join(f"${i}" for i in range(count))
     if kinds[0] == "s8":
@@ -212,9 +199,8 @@ def _instruction_text(n_instr: int, k_instr: int, kinds, trans_a: bool, trans_b:
     dtype = "s32" if kinds[0] == "s8" else "f32"
     a_text = f"{{${count}, ${count + 1}, ${count + 2}, ${count + 3}}}" if a_in_registers else f"${count}"
     b_index = count + (4 if a_in_registers else 1)
-    scale_d = f"setp.ne.b32 p, ${b_index + 1}, 0;" if accumulate is None else f"setp.eq.u32 p, 1, {int(accumulate)};"
     return (
-        f"{{ .reg .pred p; {scale_d} "
+        f"{{ .reg .pred p; setp.eq.u32 p, 1, {int(accumulate)}; "
         f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k_instr}.{dtype}.{kinds[0]}.{kinds[1]} "
         f"{{{outs}}}, {a_text}, ${b_index}, p{immediates}; }}"
     )
