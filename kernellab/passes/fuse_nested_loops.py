@@ -8,22 +8,27 @@ prefetches the next tile's first K steps while this tile's epilogue runs.
 
 The nest it fuses: an scf.for with `tt.flatten` whose body is pure ops without regions (the
 prologue: the tile's index math), exactly one scf.for whose bounds are defined outside the
-outer loop, then any ops (the epilogue). The fused loop, for t with outer index o = t / n and
-inner index j = t - o * n (n: the inner trips, at least 1):
-  - the outer induction variable lb + o * step and the inner one lb' + j * step' are computed
-    from t, and the prologue is recomputed from them each iteration: pure ops from the induction
-    variable are what the pipeliner's address analysis accepts, so the copies of iteration
-    t + S - 1 (maybe of the next tile) get that tile's addresses. Prologue ops only the epilogue
-    needs are computed in the epilogue's branch instead;
-  - the epilogue runs in `scf.if j == n - 1`, which yields the outer loop's carried values;
+outer loop, then any ops (the epilogue). The fused loop runs t over [0, outer trips x inner
+trips) (n: the inner trips, at least 1) and carries, besides both loops' values, the inner index
+j and the outer induction variable i, advanced by increments (j + 1, back to 0 with i += step
+at a tile's last step): no division per step, as in Triton's FuseNestedLoops.
+  - the prologue's scalar index math (the divisions of a grouped tile order) runs in an
+    `scf.if j == 0` at a tile's first step; the other steps take its results, which the loop
+    carries. The tensor ops built from them run at every step beside the inner body: before
+    layouts a carried tensor would get a layout of its own and its loads a conversion (the
+    pipeliner, which runs after layouts, carries the cheap vectors too: carry_tile_values);
+    prologue ops only the epilogue needs are computed in the epilogue's branch instead. Being
+    pure, the branch is part of the addresses the pipeliner computes for step t + S - 1;
+  - the inner induction variable is lb' + j * step';
+  - the epilogue runs in `scf.if j + 1 == n`, which yields the outer loop's carried values;
   - the inner loop's carried values restart for each tile: one whose initial value is defined
     outside the outer loop (a tile's accumulator, zeros) is reset by the epilogue branch, which
     yields that value for the next tile (the other branch the running one), so the reset costs
     a tile, not a K step, a select per register (and an asynchronous wgmma's accumulator is
     never copied while it runs: the branch writes it after waiting); one the prologue computes
     restarts at j == 0 through `arith.select`;
-  - the fused loop's initial values for the inner carried values are the prologue's for the
-    first outer iteration.
+  - the fused loop's initial values for the inner and per-tile values are the prologue's for
+    the first outer iteration.
 The fused loop runs only where both loops run at least once; otherwise (no tiles, or K == 0)
 the original nest runs, its inner loop replaced by its initial values (it runs zero times
 there). The fused loop keeps the inner loop's `tt.num_stages` (else the outer loop's).
@@ -37,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -131,60 +136,77 @@ def _trips(b: _Builder, loop: scf.ForOp, zero: SSAValue, one: SSAValue) -> SSAVa
 def _fuse(nest: Nest) -> None:
     outer, inner = nest.outer, nest.inner
     outer_body, inner_body = outer.body.block, inner.body.block
-    n_outer = len(outer.iter_args)
+    n_outer, n_inner = len(outer.iter_args), len(inner.iter_args)
     before = _Builder(Block())  # its ops go in front of the outer loop
     zero, one = before.const(0, outer.lb), before.const(1, outer.lb)
     outer_trips, inner_trips = _trips(before, outer, zero, one), _trips(before, inner, zero, one)
     total = before.add(arith.MuliOp(outer_trips, inner_trips)).result
     fuses = before.add(arith.CmpiOp("sgt", total, zero)).result
 
-    # the fused loop, in the guard's then-branch
+    # the fused loop, in the guard's then-branch; it carries the outer and inner values, then
+    # the inner index j and the outer induction variable, then the tile's prologue values
+    early = _slice(_used_by(inner), nest.prologue)  # the prologue the inner loop reads
+    per_tile, per_step = _split_prologue(early)
+    tile_values = _results_read(per_tile, [*per_step, inner])
     then = _Builder(Block())
     first_env = {outer_body.args[0]: outer.lb, **dict(zip(outer_body.args[1:], outer.iter_args))}
-    then.clone(_slice(list(inner.iter_args), nest.prologue), first_env)
+    then.clone(early, first_env)
     inner_inits = [first_env.get(v, v) for v in inner.iter_args]
-    last_j = then.add(arith.SubiOp(inner_trips, one)).result
     arg_types = [outer.lb.type] + [v.type for v in (*outer.iter_args, *inner_inits)]
+    arg_types += [outer.lb.type, outer.lb.type] + [v.type for v in tile_values]
     body = _Builder(Block(arg_types=arg_types))
-    t = body.block.args[0]
-    outer_args = list(body.block.args[1:1 + n_outer])
-    inner_args = list(body.block.args[1 + n_outer:])
-    o = body.add(arith.DivuiOp(t, inner_trips)).result  # t >= 0, inner_trips >= 1: unsigned is cheaper
-    j = body.add(arith.SubiOp(t, body.add(arith.MuliOp(o, inner_trips)).result)).result
-    i = body.add(arith.AddiOp(outer.lb, body.add(arith.MuliOp(o, outer.step)).result)).result
-    k = body.add(arith.AddiOp(inner.lb, body.add(arith.MuliOp(j, inner.step)).result)).result
+    args = list(body.block.args[1:])
+    outer_args, args = args[:n_outer], args[n_outer:]
+    inner_args, (j, i), tile_args = args[:n_inner], args[n_inner:n_inner + 2], args[n_inner + 2:]
     env = {outer_body.args[0]: i, **dict(zip(outer_body.args[1:], outer_args))}
-    early = _slice(_used_by(inner), nest.prologue)
-    body.clone(early, env)
-    first = None
+
+    # a tile's first step computes its prologue; the other steps take the carried values
+    first = body.add(arith.CmpiOp("eq", j, zero)).result
+    starts = []
+    if tile_values:
+        prologue = _Builder(Block())
+        prologue_env = dict(env)
+        prologue.clone(per_tile, prologue_env)
+        prologue.add(scf.YieldOp(*(prologue_env[v] for v in tile_values)))
+        otherwise = Block([scf.YieldOp(*tile_args)])
+        types = [v.type for v in tile_values]
+        starts = body.add(scf.IfOp(first, types, [prologue.block], [otherwise])).results
+    env.update(zip(tile_values, starts))
+    body.clone(per_step, env)
+    k = body.add(arith.AddiOp(inner.lb, body.add(arith.MuliOp(j, inner.step)).result)).result
     restarted = []  # inner carried values the epilogue branch resets: their start is invariant
     for m, (arg, init, carried) in enumerate(zip(inner_body.args[1:], inner.iter_args, inner_args)):
         if not _defined_in(init, outer):
             restarted.append(m)
             env[arg] = carried
             continue
-        if first is None:
-            first = body.add(arith.CmpiOp("eq", j, zero)).result
-        env[arg] = body.add(arith.SelectOp(first, env.get(init, init), carried)).result
+        env[arg] = body.add(arith.SelectOp(first, env[init], carried)).result
     env[inner_body.args[0]] = k
     body.clone(list(inner_body.ops)[:-1], env)
     new_inner = [env.get(v, v) for v in inner_body.last_op.operands]
     env.update(zip(inner.results, new_inner))
 
+    # a tile's last step runs the epilogue (with the prologue values only it reads)
+    next_j = body.add(arith.AddiOp(j, one)).result
+    last = body.add(arith.CmpiOp("eq", next_j, inner_trips)).result
     epilogue = _Builder(Block())
-    epilogue.clone([op for op in nest.prologue if op not in early], env)
+    epilogue_roots = _used_by_ops(nest.epilogue) + list(outer_body.last_op.operands)
+    epilogue.clone(_slice(epilogue_roots, nest.prologue, known=set(env)), env)
     epilogue.clone(nest.epilogue, env)
     outer_yield = [env.get(v, v) for v in outer_body.last_op.operands]
     epilogue.add(scf.YieldOp(*outer_yield, *(inner.iter_args[m] for m in restarted)))
     otherwise = Block([scf.YieldOp(*outer_args, *(new_inner[m] for m in restarted))])
-    last = body.add(arith.CmpiOp("eq", j, last_j)).result
     result_types = [v.type for v in outer_args] + [new_inner[m].type for m in restarted]
     branch = body.add(scf.IfOp(last, result_types, [epilogue.block], [otherwise]))
     carried_next = list(new_inner)
     for m, value in zip(restarted, branch.results[n_outer:]):
         carried_next[m] = value
-    body.add(scf.YieldOp(*branch.results[:n_outer], *carried_next))
-    fused = then.add(scf.ForOp(zero, total, one, [*outer.iter_args, *inner_inits], body.block))
+    # the indices advance by increments: j wraps to 0 and the outer variable steps at a tile's end
+    j_next = body.add(arith.SelectOp(last, zero, next_j)).result
+    i_next = body.add(arith.SelectOp(last, body.add(arith.AddiOp(i, outer.step)).result, i)).result
+    body.add(scf.YieldOp(*branch.results[:n_outer], *carried_next, j_next, i_next, *starts))
+    inits = [*outer.iter_args, *inner_inits, zero, outer.lb, *(first_env[v] for v in tile_values)]
+    fused = then.add(scf.ForOp(zero, total, one, inits, body.block))
     stages = inner.attributes.get("tt.num_stages") or outer.attributes.get("tt.num_stages")
     if stages is not None:
         fused.attributes["tt.num_stages"] = stages
@@ -208,20 +230,46 @@ def _fuse(nest: Nest) -> None:
     Rewriter.erase_op(inner)
 
 
-def _slice(roots: list[SSAValue], ops: list[Operation]) -> list[Operation]:
-    """The ops of `ops` that `roots` are computed from, in order."""
+def _slice(roots: list[SSAValue], ops: list[Operation], known=frozenset()) -> list[Operation]:
+    """The ops of `ops` that `roots` are computed from, in order (not through `known` values,
+    which are at hand)."""
     needed: set[Operation] = set()
-    stack = [v.owner for v in roots]
+    stack = [v.owner for v in roots if v not in known]
     members = set(ops)
     while stack:
         op = stack.pop()
         if op in needed or op not in members:
             continue
         needed.add(op)
-        stack.extend(v.owner for v in op.operands)
+        stack.extend(v.owner for v in op.operands if v not in known)
     return [op for op in ops if op in needed]
 
 
 def _used_by(loop: scf.ForOp) -> list[SSAValue]:
     """Every value `loop` and the ops inside it read."""
-    return [v for op in loop.walk() for v in op.operands]
+    return _used_by_ops([loop])
+
+
+def _used_by_ops(ops: list[Operation]) -> list[SSAValue]:
+    """Every value `ops` and the ops inside them read."""
+    return [v for op in ops for nested in op.walk() for v in nested.operands]
+
+
+def _split_prologue(ops: list[Operation]) -> tuple[list[Operation], list[Operation]]:
+    """`ops` (the prologue the inner loop reads) split into the scalar index math, run once per
+    tile, and the tensor ops (and what they feed), run at every step: a scalar has no layout,
+    so the values carried from tile to tile are scalars, and the tensors built from them take
+    whatever layout their loads get."""
+    per_step: set[Operation] = set()
+    for op in ops:
+        tensor = any(isinstance(r.type, TensorType) for r in op.results)
+        if tensor or any(v.owner in per_step for v in op.operands):
+            per_step.add(op)
+    return [op for op in ops if op not in per_step], [op for op in ops if op in per_step]
+
+
+def _results_read(ops: list[Operation], readers: list[Operation]) -> list[SSAValue]:
+    """The results of `ops` that `readers` read (at any depth; a loop's initial values
+    included), in order: what a tile's prologue hands its steps."""
+    read = set(_used_by_ops(readers))
+    return [r for op in ops for r in op.results if r in read]

@@ -46,34 +46,44 @@ def test_nest_becomes_one_loop_with_the_epilogue_at_the_last_inner_step():
         # trip counts, and the guard: fused only where both loops run
         "arith.divsi", "arith.divsi", re.compile(r"%\w+ = arith.muli"),
         re.compile(r"= scf.if %\w+ -> \(i32\)"),
-        re.compile(r"scf.for %(\w+) = %\w+ to %\w+ step %\w+ iter_args\(%\w+ = %count, %\w+ = %zero\) -> \(i32, tensor<16x16xf32>\)"),
-        # the outer and inner indices of this step
-        "arith.divui", "arith.subi", "arith.muli", "arith.addi %c1", "arith.addi %c0",
+        # it carries the inner index j (from 0) and the outer induction variable (from %c1)
+        re.compile(r"scf.for %\w+ = %\w+ to %\w+ step %\w+ iter_args\(%\w+ = %count, %\w+ = %zero, "
+                   r"%(\w+) = %\w+, %(\w+) = %c1\) -> \(i32, tensor<16x16xf32>, i32, i32\)"),
+        # the inner induction variable of this step
+        "arith.muli", "arith.addi %c0",
         re.compile(r"%d = tt.dot %a, %b, %\w+ \{"),
         # the epilogue at the last inner step, with the prologue's ops only it reads; it
         # yields the outer carried value and the next tile's accumulator: zeros
-        re.compile(r"arith.cmpi eq"), re.compile(r"scf.if %\w+ -> \(i32, tensor<16x16xf32>\)"),
+        "arith.addi", re.compile(r"arith.cmpi eq"), re.compile(r"scf.if %\w+ -> \(i32, tensor<16x16xf32>\)"),
         "%off = arith.muli", "tt.addptr %p, %off", "tt.reduce", "tt.store", "arith.addi",
         re.compile(r"scf.yield %next, %zero : i32, tensor<16x16xf32>"),
         "} else {", re.compile(r"scf.yield %\w+, %d : i32, tensor<16x16xf32>"),
-        re.compile(r"scf.yield %\w+, %\w+ : i32, tensor<16x16xf32>"),
+        # j wraps to 0 and the outer variable steps at a tile's last step: no division per step
+        re.compile(r"arith.select %\w+, %\w+, %\w+ : i1, i32"), re.compile(r"arith.addi %\w+, %c4"),
+        re.compile(r"arith.select %\w+, %\w+, %\w+ : i1, i32"),
+        re.compile(r"scf.yield %\w+, %\w+, %\w+, %\w+ : i32, tensor<16x16xf32>, i32, i32"),
         # zero trips: the nest as written, without its inner loop (its results are its inits)
         "} else {", re.compile(r"scf.for %t = %c1 to %n step %c4"), "tt.reduce\"(%zero)", "tt.store",
     ])  # fmt: skip
     check_not(ir, ["tt.flatten"])
+    check_not(ir.split("scf.for")[1], ["arith.divui", "arith.divsi", "arith.remsi"])
     assert not re.search(r"arith.select .*tensor", ir)
 
 
-def test_a_value_the_prologue_starts_restarts_through_a_select():
+def test_a_tiles_prologue_runs_at_its_first_step_and_is_carried_to_the_others():
     body = NEST.replace("iter_args(%s = %zero)", "iter_args(%s = %start)").replace(
         "%off = arith.muli %t, %c4 : i32",
         "%off = arith.muli %t, %c4 : i32\n      %f = arith.sitofp %off : i32 to f32\n"
         "      %start = tt.splat %f : f32 -> tensor<16x16xf32>",
     )
     ir = run_on_body(fuse_nested_loops, body, ARGS, "i32")
-    # the first tile's start value is computed before the loop; each tile's at its first step
-    check(ir, ["arith.sitofp", "tt.splat", re.compile(r"scf.for .* -> \(i32, tensor<16x16xf32>\)"),
-               "arith.sitofp", "tt.splat", re.compile(r"arith.cmpi eq, %\w+, %\w+"),
+    # the first tile's values are computed before the loop; the scalar index math of each tile
+    # at its first step (a branch, the other steps carry its result), the tensors built from
+    # it at every step (they take their loads' layouts later); a value the prologue starts
+    # restarts through a select
+    check(ir, ["arith.sitofp", "tt.splat", re.compile(r"scf.for .* -> \(i32, tensor<16x16xf32>, i32, i32, f32\)"),
+               re.compile(r"%(\w+) = arith.cmpi eq, %\w+, %\w+"), re.compile(r"scf.if %\w+ -> \(f32\)"),
+               "arith.sitofp", "scf.yield", "} else {", "scf.yield", re.compile(r"%start_\w+ = tt.splat"),
                re.compile(r"arith.select %\w+, %start\w*, %\w+ : i1, tensor<16x16xf32>"),
                re.compile(r"tt.dot %a, %b, %\w+ \{"), re.compile(r"scf.if %\w+ -> \(i32\)")])  # fmt: skip
 

@@ -13,7 +13,7 @@ import kernellab.language as tl
 from kernellab.backends.nvidia.launcher import OutOfResources
 from kernellab.examples import matmul_kernel, matmul_persistent_kernel, softmax_persistent_kernel
 from kernellab.passes.ttgir.pipeline_loops import ring_slots
-from tests.filecheck import check
+from tests.filecheck import check, check_not, outside_branches
 
 MATMUL_SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
 ALIGNED = {"tt.divisibility": 16}
@@ -226,21 +226,25 @@ def test_the_persistent_matmul_pipelines_across_tiles(target, bn):
     fused = ttgir.split("scf.for")[1].split("} else {\n      scf.for")[0]
     dot = r"ttng.warp_group_dot %\w+, %\w+, %\w+ \{.*isAsync" if target == "sm_90a" else r"tt.dot %\w+, %\w+, %\w+ "
     refill = ["ttg.async_copy_global_to_local", "ttg.async_copy_global_to_local", "ttg.async_commit_group"]
+    # the copies of step t+2 start with that step's tile: its index math (and the offsets
+    # vectors built from it) in a branch at a tile's first step, carried to the other steps
+    tile = [re.compile(r"scf.if %\w+ -> \(i32, i32, tensor<128xi32, [^)]*\)"), "arith.divsi", "arith.remsi",
+            re.compile(r"%offs_am_\w+ = arith.select"), "} else {"]
     check(fused, [
         "ttg.async_wait {num = 1 : i32}",
-        re.compile(r"arith.divui %\w+, %\w+"),  # the tile of a step: t / K steps
         # mma.sync refills first; the asynchronous wgmma once the previous one is done (the
         # epilogue's conversion buffer is live beside the rings: no slot more for it)
-        *(refill if target == "sm_80" else []),
+        *([*tile, *refill] if target == "sm_80" else []),
         re.compile(dot),
-        *(["ttng.warp_group_dot_wait", "pendings = 1", *refill] if target == "sm_90a" else []),
+        *(["ttng.warp_group_dot_wait", "pendings = 1", *tile, *refill] if target == "sm_90a" else []),
         # the epilogue, at the tile's last K step, hands the next tile a zero accumulator
         re.compile(r"scf.if %\w+ -> \(i32, tensor<128x\d+xf32, #mma>\)"),
         *(["ttng.warp_group_dot_wait", "pendings = 0"] if target == "sm_90a" else []),
         "arith.truncf", "tt.store", re.compile(r"scf.yield %\w+, %\w+ : i32, tensor<128x\d+xf32, #mma>"),
         "} else {",
-        re.compile(r"scf.yield %\w+, %\w+, %\w+, %\w+ : i32, tensor<128x\d+xf32, #mma>, i32, i32"),
+        re.compile(r"scf.yield %\w+, %\w+, %\w+, %\w+, .* : i32, tensor<128x\d+xf32, #mma>, i32, i32, "),
     ])  # fmt: skip
+    check_not(outside_branches(fused), ["arith.divui", "arith.divsi", "arith.remsi"])  # none per K step
     assert "ttg.convert_layout" not in fused.split("arith.truncf")[0]  # the accumulator stays in #mma
     assert not re.search(r"arith.select .*tensor<128x\d+xf32", fused)  # no reset per K step
     assert sorted(ring_slots(ck.module)) == sorted([(3, 128 * 64 * 2), (3, 64 * bn * 2)])
