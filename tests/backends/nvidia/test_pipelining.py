@@ -204,6 +204,35 @@ def test_a_pointer_used_outside_address_computations_is_not_run_ahead(store_thro
     assert ck.asm["ttgir"].count("ttg.async_copy_global_to_local") == copies  # 2 loads x 3
 
 
+@kl.jit
+def scaled_offset_walk(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out = sum over i < n of x[i * BLOCK:][:BLOCK] * ((i + 1) * BLOCK): one scalar offset
+    both addresses the loads and scales what they read."""
+    acc = tl.zeros((BLOCK,), tl.float32)
+    off = 0
+    for i in tl.range(0, n, num_stages=3):
+        acc += tl.load(x_ptr + off + tl.arange(0, BLOCK)) * (off + BLOCK).to(tl.float32)
+        off += BLOCK
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+def test_a_scalar_the_loop_also_reads_is_shadowed_for_the_copies():
+    """The copies read a shadow of the offset, advanced two iterations ahead; the math reads
+    this iteration's."""
+    ck = kl.compile(scaled_offset_walk, signature="*fp32,*fp32,i32", constexprs={"BLOCK": 256},
+                    attrs={"x_ptr": ALIGNED, "out_ptr": ALIGNED}, target="sm_90")  # fmt: skip
+    loop = ck.asm["ttgir"].split("scf.for")[1].split("} {tt.num_stages")[0]
+    check(loop, [
+        re.compile(r"iter_args\(.*\) -> \(tensor<256xf32, #\w+>, i32, i32, i32\)"),
+        "ttg.async_wait", "arith.sitofp",
+        re.compile(r"tt.addptr %x_ptr, %\w+ : !tt.ptr<f32>, i32"), "ttg.async_copy_global_to_local",
+        re.compile(r"scf.yield %\w+, %off_\w+, %\w+, %off_\w+"),
+    ])  # fmt: skip
+    head = re.search(r"iter_args\(%\w+ = %\w+, %(\w+) = %\w+, %\w+ = %\w+, %(\w+) = %\w+\)", loop)
+    current, ahead = head.groups()
+    assert re.search(rf"arith.addi %{current}, ", loop) and re.search(rf"tt.addptr %x_ptr, %{ahead} ", loop)
+
+
 PERSISTENT_SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
 
 

@@ -36,6 +36,24 @@ def assert_close64(actual, expected, bound, what):
                              f"{actual[i]!r} vs {expected[i]!r}")  # fmt: skip
 
 
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_a_shadowed_offset_matches_float64(torch, n):
+    """The loads' offset runs ahead in a shadow while the math reads this iteration's (n = 1, 2:
+    shorter than the pipeline)."""
+    from tests.backends.nvidia.test_pipelining import scaled_offset_walk
+
+    block = 256
+    x = np.random.default_rng().standard_normal(n * block).astype(np.float32)
+    out = torch.full((block,), float("nan"), dtype=torch.float32, device="cuda")
+    scaled_offset_walk[(1,)](torch.from_numpy(x).cuda(), out, n, BLOCK=block)
+    torch.cuda.synchronize()
+    rows = x.astype(np.float64).reshape(n, block)
+    scale = ((np.arange(n) + 1) * block)[:, None]
+    ref = (rows * scale).sum(axis=0)
+    bound = n * 2.0**-23 * (np.abs(rows) * scale).sum(axis=0)
+    assert_close64(out.cpu().numpy(), ref, bound, "out")
+
+
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
 @pytest.mark.parametrize("M, N, K", [(256, 256, 32), (192, 128, 80), (128, 256, 1024), (64, 64, 16)])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
