@@ -194,18 +194,19 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
 def matmul_descriptor_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
                                         BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
                                         BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-                                        NUM_SMS: tl.constexpr):  # fmt: skip
+                                        NUM_SMS: tl.constexpr, FLATTEN: tl.constexpr = False):  # fmt: skip
     """C = A @ Bᵀ (fp32 accumulation, C in c_desc's type) over host TensorDescriptors of A (M x
     K), B (N x K, as tutorial 09 and torch's weights keep it) and C (M x N): a grid of NUM_SMS
     programs, each walking the output tiles NUM_SMS apart. Tiles past an edge read zeros and
     store nothing outside; on Hopper every load and store is a TMA copy (B's tiles land in the
-    K-major buffer wgmma reads Bᵀ from)."""
+    K-major buffer wgmma reads Bᵀ from). FLATTEN fuses the tile and K loops into one (as
+    tutorial 09's flag): the next tile's copies run during this tile's epilogue."""
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
     num_tiles = num_pid_m * num_pid_n
     num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS):
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=FLATTEN):
         pid_m, pid_n = _tile_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
         offs_am = pid_m * BLOCK_SIZE_M
         offs_bn = pid_n * BLOCK_SIZE_N
@@ -220,7 +221,7 @@ def matmul_descriptor_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
 
 def matmul_descriptor_persistent(a, b, c, num_sms: int, block_m: int = 128, block_n: int = 128,
                                  block_k: int = 64, group_m: int = 8, num_warps: int = 4,
-                                 num_stages: int = 3):  # fmt: skip
+                                 num_stages: int = 3, flatten: bool = False):  # fmt: skip
     """c = a @ bᵀ (torch tensors or numpy arrays, row-major; b is N x K) with the persistent
     descriptor kernel on min(num_sms, tiles) programs; returns what the launch returns."""
     from kernellab.tools.tensor_descriptor import TensorDescriptor
@@ -233,7 +234,7 @@ def matmul_descriptor_persistent(a, b, c, num_sms: int, block_m: int = 128, bloc
         TensorDescriptor.from_tensor(b, [block_n, block_k]),
         TensorDescriptor.from_tensor(c, [block_m, block_n]), m, n, k,
         BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=block_k, GROUP_SIZE_M=group_m,
-        NUM_SMS=num_sms, num_warps=num_warps, num_stages=num_stages,
+        NUM_SMS=num_sms, FLATTEN=flatten, num_warps=num_warps, num_stages=num_stages,
     )  # fmt: skip
 
 

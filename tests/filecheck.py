@@ -3,6 +3,7 @@
 `check(ir, ["tt.splat", re.compile(r"arith.addi %\\w+, %offs")])` asserts each pattern occurs
 after the previous one (a str is a substring, a compiled regex is searched); `check_not(ir, [...])`
 asserts none occurs. A failure shows the whole IR, which is what one needs to fix a golden test.
+`outside_branches(ir)` drops the then-regions of scf.if ops (what a fused loop runs at every step).
 """
 
 from __future__ import annotations
@@ -40,3 +41,17 @@ def check_not(text: str, patterns: list[Pattern]) -> None:
     for pattern in patterns:
         if _find(text, pattern, 0) is not None:
             raise AssertionError(f"did not expect {_show(pattern)} in:\n{text}")
+
+
+def outside_branches(ir: str) -> str:
+    """`ir` without the then-regions of its scf.if ops (a fused loop's per-tile branches)."""
+    kept, closing = [], None
+    for line in ir.splitlines():
+        if closing is None:
+            kept.append(line)
+            if re.search(r"= scf.if .*\{$", line):
+                closing = " " * (len(line) - len(line.lstrip())) + "} else {"
+        elif line == closing:
+            kept.append(line)
+            closing = None
+    return "\n".join(kept)

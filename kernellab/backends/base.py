@@ -85,6 +85,13 @@ def _ttir_stage(module, options) -> StageOutput:
     return module_stage_output(module, make_ttir(module, options))  # rewrites it in place
 
 
+def _interpreter_ttir_stage(module, options) -> StageOutput:
+    from kernellab.passes.ttir import make_ttir
+
+    # the reference runs loop nests as written: no fuse_nested_loops
+    return module_stage_output(module, make_ttir(module, options, fuse_loops=False))
+
+
 def _parse_ir(text: str):
     from kernellab.ir import parse_module
 
@@ -99,7 +106,7 @@ def _interpreter_launcher(module):
 
 INTERPRETER = Backend(
     name="interpreter",
-    stages=lambda: {"ttir": _ttir_stage},
+    stages=lambda: {"ttir": _interpreter_ttir_stage},
     parsers={"ttir": _parse_ir},
     launcher=_interpreter_launcher,
     launch_stages=("ttir",),

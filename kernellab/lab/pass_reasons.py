@@ -6,7 +6,8 @@ IR the pass saw, checks the same facts the pass checks (no compiling) and says w
 it nothing to do: for coalesce, per memory op, how many elements a thread moves at once and
 which fact limits it; for accelerate_matmul, remove_layout_conversions,
 reduce_data_duplication and pipeline, that the IR holds nothing the pass rewrites (no dot, no
-conversion, no loop that asks for stages). Where the reason is not such a fact, it says nothing.
+conversion, no loop that asks for stages); for fuse_nested_loops, that no loop asks for
+flatten=True, or why the nest under one cannot be fused. Where the reason is not such a fact, it says nothing.
 """
 
 from __future__ import annotations
@@ -89,6 +90,19 @@ def _pipeline(module, num_stages) -> str | None:
             "loops are pipelined only on request")  # fmt: skip
 
 
+def _fuse_nested_loops(module, num_stages) -> str | None:
+    from xdsl.dialects import scf
+
+    from kernellab.passes.fuse_nested_loops import FLATTEN, find_nest
+
+    loops = [op for op in module.walk() if isinstance(op, scf.ForOp) and FLATTEN in op.attributes]
+    if not loops:
+        return ("no loop asks for it with tl.range(..., flatten=True): loop nests are pipelined "
+                "one innermost loop at a time")  # fmt: skip
+    reasons = [found for found in map(find_nest, loops) if isinstance(found, str)]
+    return "; ".join(reasons) or None
+
+
 def _coalesce(module, num_stages) -> str | None:
     from xdsl.dialects.builtin import TensorType
 
@@ -138,6 +152,7 @@ _EXPLAIN = {
     "remove_layout_conversions": _remove_layout_conversions,
     "reduce_data_duplication": _reduce_data_duplication,
     "pipeline": _pipeline,
+    "fuse_nested_loops": _fuse_nested_loops,
 }
 
 __all__ = ["why_unchanged"]

@@ -630,13 +630,15 @@ class range:
     """A runtime loop (`scf.for`) like Python's range, with Triton's pipelining hints:
     `for k in tl.range(0, K, BLOCK_K, num_stages=3)`. Bounds may be runtime ints.
 
-    `num_stages` pipelines the loop's loads that many iterations deep. Triton's other hints are
-    accepted with their meaning and change no result: `warp_specialize=True` asks Triton to split
-    the loop's work between producer and consumer warp groups (Hopper and Blackwell), and
-    `flatten=True` to fuse the nest under this loop into one loop so that the pipeline runs on
-    across its iterations (tutorial 09's persistent matmul); kernellab does neither yet and
-    pipelines each innermost loop with a dot as usual. `loop_unroll_factor` is recorded on the
-    loop (`tt.loop_unroll_factor`), `disallow_acc_multi_buffer` is accepted."""
+    `num_stages` pipelines the loop's loads that many iterations deep. `flatten=True` fuses the
+    nest under this loop into one loop (tutorial 09's persistent matmul over its tiles: pure
+    index math, one inner loop whose bounds do not change, an epilogue), so the pipeline runs on
+    across the outer iterations: the next tile's first loads are in flight while this tile's
+    epilogue stores (passes/fuse_nested_loops.py; a nest of another shape stays as written, and
+    the pass's record says why). Triton's other hints are accepted with their meaning and change
+    no result: `warp_specialize=True` asks Triton to split the loop's work between producer and
+    consumer warp groups (Hopper and Blackwell); kernellab does not yet. `loop_unroll_factor` is
+    recorded on the loop (`tt.loop_unroll_factor`), `disallow_acc_multi_buffer` is accepted."""
 
     def __init__(
         self,

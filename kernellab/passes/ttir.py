@@ -12,8 +12,14 @@
 4. cse          merges what the frontend and inlining duplicated (each `offs < n` splats `n`
                 again), including constants that folding just created.
 5. licm         hoists invariant pure ops out of loops; after CSE so each value moves once.
-6. canonicalize again: CSE exposes folds canonicalize could not see (`x - y` once y is x).
-7. dce          last, to erase everything the passes above left without users.
+6. fuse_nested_loops  fuses a `tl.range(..., flatten=True)` nest into one loop (the pipeliner
+                then runs across its outer iterations); after licm, so the prologue it
+                recomputes per iteration holds only what depends on the outer loop. Not in
+                the interpreter (its record says so), the reference that runs the kernel
+                as written.
+7. canonicalize again: CSE exposes folds canonicalize could not see (`x - y` once y is x),
+                and folds the fused loop's index math where bounds are constants.
+8. dce          last, to erase everything the passes above left without users.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 
-from kernellab.passes import canonicalize, cse, dce, inline, licm, lower_descriptors
-from kernellab.passes.manager import PassManager, PassRecord
+from kernellab.passes import canonicalize, cse, dce, fuse_nested_loops, inline, licm, lower_descriptors
+from kernellab.passes.manager import PassManager, PassOutcome, PassRecord
 
-TTIR_PASSES = [inline, canonicalize, lower_descriptors, cse, licm, canonicalize, dce]
+TTIR_PASSES = [inline, canonicalize, lower_descriptors, cse, licm, fuse_nested_loops, canonicalize, dce]
 
 
 @dataclass(frozen=True)
@@ -37,14 +43,28 @@ class _LowerDescriptors:
         return lower_descriptors.run(module, self.keep)
 
 
-def make_ttir(module: ModuleOp, options=None, trace: bool = True, keep_descriptors=None) -> list[PassRecord]:
+@dataclass(frozen=True)
+class _FuseNestedLoops:
+    NAME = fuse_nested_loops.NAME
+    enabled: bool
+
+    def run(self, module: ModuleOp):
+        if not self.enabled:  # the record stays, saying why nothing was fused
+            return PassOutcome(False, "the interpreter runs loop nests as written")
+        return fuse_nested_loops.run(module)
+
+
+def make_ttir(module: ModuleOp, options=None, trace: bool = True, keep_descriptors=None,
+              fuse_loops: bool = True) -> list[PassRecord]:  # fmt: skip
     """Run the TTIR passes on `module` in place; `options.debug` verifies after each pass.
     `keep_descriptors(op) -> reason` keeps the descriptor accesses a target copies whole (those
-    with no reason to lower them)."""
+    with no reason to lower them). `fuse_loops` False (the interpreter) keeps flatten=True
+    nests as written."""
     debug = (
         options.get("debug", False)
         if isinstance(options, dict)
         else getattr(options, "debug", False)
     )
-    passes = [_LowerDescriptors(keep_descriptors) if p is lower_descriptors else p for p in TTIR_PASSES]
+    configured = {lower_descriptors: _LowerDescriptors(keep_descriptors), fuse_nested_loops: _FuseNestedLoops(fuse_loops)}
+    passes = [configured.get(p, p) for p in TTIR_PASSES]
     return PassManager(passes, trace=trace, verify=bool(debug)).run(module)

@@ -86,6 +86,26 @@ def test_a_dot_loop_with_one_stage_and_with_three():
     assert three["reduce_data_duplication"] == (True, None)
 
 
+@kl.jit
+def row_blocks(x_ptr, out_ptr, rows, n, BLOCK: tl.constexpr):
+    """A flatten=True nest whose inner loop's trip count changes with the row: not fused."""
+    for row in tl.range(0, rows, flatten=True):
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for start in range(0, n + row, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        tl.store(out_ptr + row * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+def test_fuse_nested_loops_says_which_nest_it_kept_and_why():
+    assert reasons(dot_loop, "*fp16,*fp16,*fp32,i32", BLOCK=32)["fuse_nested_loops"] == (
+        False, "no loop asks for it with tl.range(..., flatten=True): loop nests are pipelined one "
+               "innermost loop at a time")  # fmt: skip
+    changed, reason = reasons(row_blocks, "*fp32,*fp32,i32,i32", BLOCK=64)["fuse_nested_loops"]
+    assert not changed
+    assert reason == "the inner loop's end is computed in the outer loop: its trip count must not change"
+
+
 def test_no_reason_without_an_ir_fact():
     ir = """module {
   tt.func @k(%x: tensor<4xf32, #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>>) {

@@ -68,6 +68,7 @@ def test_pipeline_order_and_records():
         "lower_descriptors",
         "cse",
         "licm",
+        "fuse_nested_loops",
         "canonicalize",
         "dce",
     ]

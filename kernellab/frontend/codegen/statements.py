@@ -13,7 +13,7 @@ import builtins
 from typing import Any
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i32
 from xdsl.ir import Block, Region
 
 import kernellab.language as language
@@ -450,6 +450,8 @@ class StatementVisitor(VisitorBase):
         ):
             if value is not None:
                 for_op.attributes[attr] = IntegerAttr(int(value), i32)
+        if loop.flatten:  # fuse the nest under it into one loop (passes/fuse_nested_loops.py)
+            for_op.attributes["tt.flatten"] = UnitAttr()
         self.builder.create(for_op)
         self._exit_loop(node, saved, carried, for_op.results)
 

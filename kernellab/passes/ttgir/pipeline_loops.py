@@ -7,8 +7,11 @@ whose body holds a `tt.dot` gets the kernel's `num_stages` (as in Triton, plain 
 pipelined only on request). N < 2 leaves the loop alone.
 
 Which loads. Tensor loads directly in the body whose pointer (and mask) are computed by pure
-ops from the induction variable, loop invariants and iter_args that only feed such address
-computations (pointer increments: `a_ptrs += BLOCK_K * stride_ak`), whose accesses move at
+ops (an `scf.if` among them when everything in it is pure: a fused nest's per-tile branch)
+from the induction variable, loop invariants and iter_args that only feed such address
+computations (pointer increments: `a_ptrs += BLOCK_K * stride_ak`) or scalar iter_args the
+loop also reads otherwise (a fused nest's inner index, which its epilogue branch tests: the
+copies read a shadow of it, carried S-1 iterations ahead), whose accesses move at
 least 4 bytes per thread and copy (cp.async copies 4, 8 or 16 bytes) and whose masked-off
 value is 0 or can be selected afterwards. In a loop with a dot only the loads that become dot
 operands (`tt.load` → `ttg.local_alloc`) are pipelined.
@@ -34,9 +37,11 @@ The rewrite, for S stages (Triton's shape):
     issue (a barrier before it, as Triton's loop has). A plain loop (a row loop like the
     persistent softmax, whose occupancy is set by its shared memory) keeps S-1 slots and
     refills after its last read of the slot;
-  - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them) and i32
-    iter_args carry the read and write slots; after the loop, `ttg.async_wait {num = 0}` and
-    `ttg.local_dealloc` of each ring.
+  - the pointer iter_args now run S-1 iterations ahead (the prologue advanced them), the
+    shadows beside the values they copy; one whose next value is computed from the induction
+    variable or a shadowed value is advanced where the copies are issued, from that iteration's
+    values; i32 iter_args carry the read and write slots; after the loop,
+    `ttg.async_wait {num = 0}` and `ttg.local_dealloc` of each ring.
 On sm_90a, tensor-descriptor loads kept for TMA (passes/ttgir/tma.py) that feed the dot are
 pipelined the same way with TMA copies instead (a loop uses one kind of copy; TMA loads beside
 cp.async ones are left to the tma pass): their offsets are the addresses, a ring of mbarriers
@@ -45,6 +50,17 @@ copy's bytes are announced on its slot's barrier (`ttng.barrier_expect`, predica
 copies on the iteration existing), and `ttng.wait_barrier` on the read slot, with a parity the
 loop carries and flips each time the read slot wraps, replaces `ttg.async_wait`; the lowering
 puts the barrier before a refill where earlier reads of the slot are pending.
+A fused loop nest (passes/fuse_nested_loops.py: tl.range(..., flatten=True)) is pipelined like
+any loop: its addresses are pure ops of its indices and of the per-tile branch, so the copies of
+iteration k+S-1 may be the next tile's; that branch's cheap rank-1 consumers (the tile's offsets
+vectors) move into it first, carried in their final layouts (`carry_tile_values`), so a K step
+recomputes neither the tile's index math nor its vectors. Its warp-group dot stays asynchronous: its result goes to the next
+iteration through the epilogue branch (`scf.if` of a tile's last step, which yields the reset
+accumulator, the other branch the running one), and the epilogue waits for it
+(`warp_group_dot_wait {pendings = 0}`) where the branch starts; its refill comes after the
+`pendings = 1` wait of the previous dot, whose slot it reuses (the lowering's barrier before
+it), rather than taking one slot more: the epilogue's layout-conversion buffer is live beside
+the rings inside the loop.
 The old address computations of iteration k are left to dce. Where the rings would pass
 `shared_limit`, the loop gets the largest S that fits (at least 2). As in Triton, a store in the
 loop is not assumed to alias a pipelined load: loads of later iterations move above it.
@@ -76,6 +92,9 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
     """`shared_limit`: bytes of shared memory a program may use; a loop whose rings would take
     more gets fewer stages (none below 2), as many as fit."""
     rewrites = Rewrites()
+    for loop in [op for op in module.walk() if isinstance(op, scf.ForOp)]:
+        if loop_stages(loop, num_stages) >= 2:
+            rewrites.note("carry-tile-values", carry_tile_values(loop))
     analysis = axis_info.analyze(module)
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     for loop in reversed(loops):  # inner loops first
@@ -129,6 +148,87 @@ def loop_stages(loop: scf.ForOp, default: int) -> int:
     return 1
 
 
+# ------------------------------------------------------------------- a fused nest's tile values
+
+
+def carry_tile_values(loop: scf.ForOp) -> int:
+    """A fused loop nest computes a tile's index math in an `scf.if` at the tile's first step
+    (its results carried to the other steps); the vectors the loads build from them (`offs_am
+    = where(pid_m * BLOCK_M + arange < M, ..., 0)`) would still be rebuilt at every step. Move
+    the rank-1 tensor ops computed only from that branch's results and loop invariants into the
+    branch, and carry their results too: now, in their final layouts, which the fusion (before
+    layouts) could not choose. Higher ranks stay per step (a broadcast tile would be carried
+    register by register). The number of values it carries more."""
+    body = loop.body.block
+    yield_op = body.last_op
+    for branch in [op for op in body.ops if isinstance(op, scf.IfOp)]:
+        positions = _carried_results(branch, body)
+        if positions is None:
+            continue
+        chosen, known = [], set(branch.results)
+        for op in list(body.ops)[list(body.ops).index(branch) + 1:]:
+            if (op.regions or not is_side_effect_free(op) or not op.results
+                    or not all(_rank(r) == 1 for r in op.results)
+                    or not any(v in known for v in op.operands)
+                    or not all(v in known or not _defined_in(v, body) for v in op.operands)):  # fmt: skip
+                continue
+            chosen.append(op)
+            known.update(op.results)
+        frontier = [r for op in chosen for r in op.results
+                    if any(u.operation not in chosen for u in r.uses)]  # fmt: skip
+        if not frontier:
+            continue
+        then_block, else_block = (region.block for region in branch.regions)
+        env = dict(zip(branch.results, then_block.last_op.operands))
+        _clone_slice(_Builder(InsertPoint.before(then_block.last_op)), chosen, env)
+        computed = [env[r] for r in frontier]
+        Rewriter.replace_op(then_block.last_op, scf.YieldOp(*then_block.last_op.operands, *computed))
+        args = [body.insert_arg(r.type, len(body.args)) for r in frontier]
+        Rewriter.replace_op(else_block.last_op, scf.YieldOp(*else_block.last_op.operands, *args))
+        regions = [Rewriter.move_region_contents_to_new_regions(r) for r in branch.regions]
+        wider = scf.IfOp(branch.cond, [r.type for r in (*branch.results, *frontier)], *regions)
+        Rewriter.insert_op(wider, InsertPoint.before(branch))
+        for old, new in zip(branch.results, wider.results):
+            old.replace_all_uses_with(new)
+        added = wider.results[len(branch.results):]
+        for old, new in zip(frontier, added):
+            old.replace_uses_with_if(new, lambda use: use.operation not in chosen)
+        Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *added))
+        # the first iteration's values: the moved ops from the loop's initial values
+        init_env = {result: loop.iter_args[q] for result, q in zip(wider.results, positions)}
+        _clone_slice(_Builder(InsertPoint.before(loop)), chosen, init_env)
+        for op in reversed(chosen):
+            Rewriter.erase_op(op)
+        Rewriter.erase_op(branch)
+        new_loop = reinitialized_for(loop, [*loop.iter_args, *(init_env[r] for r in frontier)])
+        for old, new in zip(loop.results, new_loop.results):
+            old.replace_all_uses_with(new)
+        Rewriter.erase_op(loop)
+        return len(frontier)
+    return 0
+
+
+def _rank(value: SSAValue) -> int | None:
+    return len(value.type.get_shape()) if isinstance(value.type, TensorType) else None
+
+
+def _carried_results(branch: scf.IfOp, body: Block) -> list[int] | None:
+    """The iter_arg positions `branch`'s results are carried at, where its else branch yields
+    those iter_args as they are (a value recomputed at some steps, kept at the others)."""
+    yielded = list(body.last_op.operands)
+    otherwise = branch.regions[1].blocks[0].last_op.operands if branch.regions[1].blocks else ()
+    if not branch.results or len(otherwise) != len(branch.results):
+        return None
+    positions = []
+    for result, kept in zip(branch.results, otherwise):
+        if yielded.count(result) != 1 or not _is_iter_arg(kept, body):
+            return None
+        if yielded.index(result) != kept.index - 1:
+            return None
+        positions.append(kept.index - 1)
+    return positions
+
+
 # ------------------------------------------------------------------------------ the plan
 
 
@@ -152,6 +252,8 @@ class _Plan:
     address_ops: list[Operation]  # pure body ops the copies' operands need, in body order
     ahead: list[int] = field(default_factory=list)  # iter_arg positions that run S-1 ahead
     update_ops: list[Operation] = field(default_factory=list)  # body ops computing their next values
+    shadowed: list[int] = field(default_factory=list)  # ahead positions also read as they are
+    recomputed: list[int] = field(default_factory=list)  # ahead positions advanced at the copies
 
 
 def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
@@ -184,28 +286,53 @@ def _plan(loop: scf.ForOp, analysis) -> _Plan | None:
     slice_ops = _backward_slice(roots, body)
     if slice_ops is None:
         return None
-    carried = {arg.index - 1 for op in slice_ops for arg in op.operands if _is_iter_arg(arg, body)}
+    carried = {arg.index - 1 for op in slice_ops for arg in _reads(op) if _is_iter_arg(arg, body)}
     carried |= {v.index - 1 for v in roots if _is_iter_arg(v, body)}
     yield_op = body.last_op
-    update_roots = [yield_op.operands[i] for i in sorted(carried)]
-    update_ops = _backward_slice(update_roots, body)
+    update_ops = _backward_slice([yield_op.operands[i] for i in sorted(carried)], body)
     if update_ops is None:
         return None
-    # the values carried ahead may feed nothing but address computations and their own updates
-    ahead_values = _dependents({body.args[i + 1] for i in carried}, body, {i.load for i in loads})
-    allowed = set(slice_ops) | set(update_ops) | {item.load for item in loads} | {yield_op}
-    for value in ahead_values:
-        for use in value.uses:
-            if use.operation not in allowed:
-                return None
-            if use.operation is yield_op and use.index not in carried:
-                return None
-    if any(loop.results[i].uses for i in carried):
-        return None
+    # the values carried ahead may feed nothing but address computations and their own updates;
+    # a scalar the loop also reads otherwise (a fused nest's inner index) is carried twice: as
+    # it is, and ahead in a shadow of its own
+    replaced = {item.load for item in loads}
+    allowed = set(slice_ops) | set(update_ops) | replaced | {yield_op}
+    shadowed = []
+    for i in sorted(carried):
+        arg = body.args[i + 1]
+        dependents = _dependents({arg}, body, replaced)
+        if _only_addresses(dependents, body, allowed, carried) and not loop.results[i].uses:
+            continue
+        if isinstance(arg.type, TensorType):
+            return None
+        shadowed.append(i)
+    ahead_args = {body.args[i + 1] for i in carried if i not in shadowed}
+    ahead_values = _dependents(ahead_args, body, replaced)
+    for i in shadowed:  # a value carried as it is must not be computed from one carried ahead
+        update = _backward_slice([yield_op.operands[i]], body)
+        if any(v in ahead_values for op in update for v in _reads(op)):
+            return None
     for item in loads:  # a select after the copy needs this iteration's mask
         if not _is_tma(item.load) and not _zero_other(item.load) and item.load.mask in ahead_values:
             return None
-    return _Plan(loads, slice_ops, sorted(carried), update_ops)
+    # an ahead value whose update reads the induction variable or a shadowed value advances
+    # where the copies are issued, from the values of the iteration they copy
+    current = {body.args[0]} | {body.args[i + 1] for i in shadowed}
+    recomputed = [i for i in sorted(carried) if i in shadowed or any(
+        v in current for op in _backward_slice([yield_op.operands[i]], body) for v in _reads(op))]  # fmt: skip
+    return _Plan(loads, slice_ops, sorted(carried), update_ops, shadowed, recomputed)
+
+
+def _only_addresses(values: set[SSAValue], body: Block, allowed: set[Operation],
+                    carried: set[int]) -> bool:  # fmt: skip
+    """Whether `values` feed only the ops in `allowed` (at any depth in them), and the yield
+    only at the `carried` positions."""
+    for value in values:
+        for use in value.uses:
+            op = _top(use.operation, body)
+            if op not in allowed or (op is body.last_op and use.index not in carried):
+                return False
+    return True
 
 
 def _feeds_local_alloc(load: tt.LoadOp) -> ttg.LocalAllocOp | None:
@@ -282,19 +409,43 @@ def _is_iter_arg(value: SSAValue, body: Block) -> bool:
 
 
 def _backward_slice(roots: list[SSAValue], body: Block) -> list[Operation] | None:
-    """The body ops `roots` are computed by, in body order; None if one has side effects or
-    regions (it could not be run for another iteration)."""
+    """The body ops `roots` are computed by, in body order; None if one has side effects (it
+    could not be run for another iteration). An op with regions (a fused nest's prologue
+    branch) is one of them when everything in it is pure; the values its regions read count
+    as its operands."""
     seen: set[Operation] = set()
     stack = [v.owner for v in roots if isinstance(v.owner, Operation)]
     while stack:
         op = stack.pop()
         if op in seen or op.parent_block() is not body:
             continue
-        if op.regions or not is_side_effect_free(op):
+        if not is_side_effect_free(op):
             return None
         seen.add(op)
-        stack.extend(v.owner for v in op.operands if isinstance(v.owner, Operation))
+        stack.extend(v.owner for v in _reads(op) if isinstance(v.owner, Operation))
     return [op for op in body.ops if op in seen]
+
+
+def _reads(op: Operation) -> list[SSAValue]:
+    """The values `op` reads: its operands and those its regions use from outside it."""
+    values = list(op.operands)
+    for nested in op.walk():
+        if nested is not op:
+            values += [v for v in nested.operands if not _inside(v, op)]
+    return values
+
+
+def _inside(value: SSAValue, op: Operation) -> bool:
+    owner = value.owner
+    owner = owner.parent_op() if isinstance(owner, Block) else owner
+    return owner is not None and op.is_ancestor(owner)
+
+
+def _top(op: Operation, body: Block) -> Operation:
+    """The op directly in `body` that is or holds `op`."""
+    while op.parent_block() is not body:
+        op = op.parent_op()
+    return op
 
 
 def _dependents(values: set[SSAValue], body: Block, replaced: set[Operation]) -> set[SSAValue]:
@@ -302,7 +453,7 @@ def _dependents(values: set[SSAValue], body: Block, replaced: set[Operation]) ->
     whose results will come from the ring)."""
     out = set(values)
     for op in body.ops:
-        if op not in replaced and any(v in out for v in op.operands):
+        if op not in replaced and any(v in out for v in _reads(op)):
             out.update(op.results)
     return out
 
@@ -405,7 +556,8 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     # the loop: the ahead iter_args start `ahead` iterations in; slot counters are carried
     inits = list(loop.iter_args)
     for j in plan.ahead:
-        inits[j] = carried[body.args[j + 1]]
+        if j not in plan.shadowed:
+            inits[j] = carried[body.args[j + 1]]
     read_slot = body.insert_arg(i32, len(body.args))
     inits.append(before.const(0))
     write_slot = read_slot
@@ -423,7 +575,9 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         wait = _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
     reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
     previous_dot_done = _make_async(body, async_dot) if async_dot is not None else None
-    if async_dot is not None and previous_dot_done is None:  # the refill overlaps the running
+    if async_dot is not None and async_dot.epilogue:  # the slot the previous dot read, once
+        refill_after = previous_dot_done  # it is done (the lowering's barrier comes first)
+    elif async_dot is not None and previous_dot_done is None:  # the refill overlaps the running
         refill_after = async_dot.dot  # last dot, not the first dot's issue; its slot is free anyway
     elif _refills_first(body):  # the refilled slot was last read before the wait's barrier
         refill_after = wait
@@ -436,9 +590,19 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(ahead, iv_type))).result)
     ).result
     live = issue.add(arith.CmpiOp("slt", ahead_k, loop.ub)).result
-    _issue(issue, plan, rings, write_slot, live, {iv: ahead_k}, barriers)
-
+    shadows = {}
+    for j in plan.shadowed:
+        shadows[body.args[j + 1]] = body.insert_arg(body.args[j + 1].type, len(body.args))
+        inits.append(carried[body.args[j + 1]])
+    env = {iv: ahead_k, **shadows}
+    _issue(issue, plan, rings, write_slot, live, env, barriers)
     yield_op = body.last_op
+    yielded = list(yield_op.operands)
+    nexts = _next_values(issue, plan, body, env, plan.recomputed)
+    for j in plan.recomputed:
+        if j not in plan.shadowed:
+            yielded[j] = nexts[j]
+
     at_end = _Builder(InsertPoint.before(yield_op))
     counters = [_advance(at_end, read_slot, slots)]
     if write_slot is not read_slot:
@@ -447,7 +611,8 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         wrapped = at_end.add(arith.CmpiOp("eq", counters[0], at_end.const(0))).result
         flipped = at_end.add(arith.XoriOp(phase, at_end.const(1))).result
         counters.append(at_end.add(arith.SelectOp(wrapped, flipped, phase)).result)
-    Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *counters))
+    shadow_yields = [nexts[j] for j in plan.shadowed]
+    Rewriter.replace_op(yield_op, scf.YieldOp(*yielded, *counters, *shadow_yields))
 
     new_loop = reinitialized_for(loop, inits)
     for old, new in zip(loop.results, new_loop.results):
@@ -480,8 +645,11 @@ def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
     where the refill comes first (`_refills_first`: it writes the slot the previous
     iteration read, not this one's), and one more again under an asynchronous warp-group dot
     (the previous iteration's dot may still read its slot), as Triton gives an MMA v3 operand
-    one buffer more."""
-    return stages - 1 + _refills_first(body) + (async_dot is not None)
+    one buffer more; except where the dot's accumulator is read by an epilogue in the loop (a
+    fused loop nest): its layout conversion's scratch is live beside the rings, so the refill
+    waits for the previous dot instead (see `_async_dot`)."""
+    extra = async_dot is not None and not async_dot.epilogue
+    return stages - 1 + _refills_first(body) + extra
 
 
 def _refills_first(body: Block) -> bool:
@@ -496,7 +664,8 @@ def _refills_first(body: Block) -> bool:
 @dataclass
 class _AsyncDot:
     dot: ttng.WarpGroupDotOp
-    yielded: SSAValue | None = None  # what the yield carries: the dot's result, or its wait
+    yielded: SSAValue | None = None  # what the yield carries: the dot's result, its wait, or an epilogue's result
+    epilogue: bool = False  # its result goes through a branch of the loop (a fused nest's epilogue)
 
 
 def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
@@ -518,9 +687,31 @@ def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
     elif dot.a.owner not in allocs and _defined_in(dot.a, body):
         return None
     uses = list(dot.d.uses)
-    if len(uses) != 1 or uses[0].operation is not body.last_op:
+    if len(uses) == 1 and uses[0].operation is body.last_op:
+        return _AsyncDot(dot)
+    # a fused nest's epilogue: the result is read in an scf.if of the body (a tile's last K
+    # step), which waits for the dot, and carried through it into the next iteration's C
+    if len(dots) > 1 or not _is_iter_arg(dot.c, body):  # C read nowhere else while in flight
         return None
-    return _AsyncDot(dot)
+    carried = body.last_op.operands[dot.c.index - 1]
+    branch = carried.owner
+    if not isinstance(branch, scf.IfOp) or branch.parent_block() is not body:
+        return None
+    blocks = [region.block for region in branch.regions]
+    if not all(_branch_of(use.operation, body) in blocks for use in uses):
+        return None
+    return _AsyncDot(dot, yielded=carried, epilogue=True)
+
+
+def _branch_of(op: Operation, body: Block) -> Block | None:
+    """The block of an scf.if directly in `body` that holds `op` (at any depth), if any."""
+    block = op.parent_block()
+    while block is not None and block.parent_op() is not None:
+        owner = block.parent_op()
+        if owner.parent_block() is body:
+            return block if isinstance(owner, scf.IfOp) else None
+        block = owner.parent_block()
+    return None
 
 
 def _computed_from_a_dot(value: SSAValue, body: Block) -> bool:
@@ -556,7 +747,18 @@ def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:
         wait = ttng.WarpGroupDotWaitOp(dot.d, 1)
         Rewriter.insert_op(wait, InsertPoint.after(dot))
         dot.d.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
-        async_dot.yielded = wait.result
+        if not async_dot.epilogue:
+            async_dot.yielded = wait.result
+            return wait
+        drained = {}  # a branch that reads the result waits for the dot where it starts
+        for use in list(wait.result.uses):
+            branch = _branch_of(use.operation, body)
+            if use.operation is branch.last_op:
+                continue  # carried on, still running
+            if branch not in drained:
+                drained[branch] = ttng.WarpGroupDotWaitOp(wait.result, 0)
+                Rewriter.insert_op(drained[branch], InsertPoint.at_start(branch))
+            use.operation.operands[use.index] = drained[branch].result
         return wait
     async_dot.yielded = dot.d
     index = list(body.last_op.operands).index(dot.d)
@@ -573,11 +775,15 @@ def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:
     return None
 
 
-def _next_values(b: _Builder, plan: _Plan, body: Block, env: dict) -> dict[int, SSAValue]:
-    """The ahead iter_args' values for the iteration after the one `env` describes."""
-    _clone_slice(b, [op for op in plan.update_ops if op.results[0] not in env], env)
+def _next_values(b: _Builder, plan: _Plan, body: Block, env: dict,
+                 positions: list[int] | None = None) -> dict[int, SSAValue]:  # fmt: skip
+    """The ahead iter_args' values (those at `positions`, else all) for the iteration after the
+    one `env` describes."""
+    positions = plan.ahead if positions is None else positions
     yielded = body.last_op.operands
-    return {j: env.get(yielded[j], yielded[j]) for j in plan.ahead}
+    needed = set(_backward_slice([yielded[j] for j in positions], body) or ())
+    _clone_slice(b, [op for op in plan.update_ops if op in needed and op.results[0] not in env], env)
+    return {j: env.get(yielded[j], yielded[j]) for j in positions}
 
 
 def _last_reader(body: Block, reads: list[Operation]) -> Operation:

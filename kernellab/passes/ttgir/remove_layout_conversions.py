@@ -4,8 +4,9 @@ convert_to_ttgpuir and coalesce insert conversions freely; each one left costs a
 shared memory or shuffles. Four rewrites, repeated while they help:
 
 1. Forward: for `y = convert(x: A -> B)`, try computing everything downstream of y in A-derived
-   layouts instead (element-wise ops, broadcast, expand_dims, reductions, scans and loop-carried
-   values follow their operand's layout). The rewrite is taken when it inserts no more real
+   layouts instead (element-wise ops, broadcast, expand_dims, reductions, scans, loop-carried
+   values and scf.if results follow their operand's layout; the other branch's value converts
+   in: a fused loop nest's accumulator goes through its epilogue branch, which resets it). The rewrite is taken when it inserts no more real
    conversions than it removes: other inputs of the moved ops are converted in (free when cheap
    to recompute, see 2), and users that need the old layout (a dot, a function return) get one
    conversion back. This moves the math next to the loads into the loads' layouts.
@@ -175,6 +176,9 @@ class _ForwardPlan:
                 if not (self.need(for_op, 3 + k, layout) and self.need(body.last_op, k, layout)):
                     return False
                 work += [(body.args[1 + k], layout), (for_op.results[k], layout)]
+            if isinstance(value, OpResult) and isinstance(value.op, scf.IfOp):  # both branches yield it
+                if not all(self.need(region.block.last_op, value.index, layout) for region in value.op.regions):
+                    return False
             for use in list(value.uses):
                 user, index = use.operation, use.index
                 if isinstance(user, ttg.ConvertLayoutOp):
@@ -184,6 +188,9 @@ class _ForwardPlan:
                 tied = _loop_tie(user, index)
                 if tied is not None:
                     work.append((tied[0].body.block.args[1 + tied[1]], layout))
+                    continue
+                if isinstance(user, scf.YieldOp) and isinstance(user.parent_op(), scf.IfOp):
+                    work.append((user.parent_op().results[index], layout))  # a branch's result
                     continue
                 result_layout = _result_layout(user, layout)
                 if result_layout is None:

@@ -11,8 +11,9 @@ import pytest
 import kernellab as kl
 import kernellab.language as tl
 from kernellab.backends.nvidia.launcher import OutOfResources
-from kernellab.examples import matmul_kernel, softmax_persistent_kernel
+from kernellab.examples import matmul_kernel, matmul_persistent_kernel, softmax_persistent_kernel
 from kernellab.passes.ttgir.pipeline_loops import ring_slots
+from tests.filecheck import check, check_not, outside_branches
 
 MATMUL_SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
 ALIGNED = {"tt.divisibility": 16}
@@ -201,3 +202,85 @@ def test_a_pointer_used_outside_address_computations_is_not_run_ahead(store_thro
                     constexprs={"BLOCK": 256, "STORE_THROUGH": store_through},
                     attrs={"x_ptr": ALIGNED, "out_ptr": ALIGNED}, target="sm_90")  # fmt: skip
     assert ck.asm["ttgir"].count("ttg.async_copy_global_to_local") == copies  # 2 loads x 3
+
+
+@kl.jit
+def scaled_offset_walk(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out = sum over i < n of x[i * BLOCK:][:BLOCK] * ((i + 1) * BLOCK): one scalar offset
+    both addresses the loads and scales what they read."""
+    acc = tl.zeros((BLOCK,), tl.float32)
+    off = 0
+    for i in tl.range(0, n, num_stages=3):
+        acc += tl.load(x_ptr + off + tl.arange(0, BLOCK)) * (off + BLOCK).to(tl.float32)
+        off += BLOCK
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+def test_a_scalar_the_loop_also_reads_is_shadowed_for_the_copies():
+    """The copies read a shadow of the offset, advanced two iterations ahead; the math reads
+    this iteration's."""
+    ck = kl.compile(scaled_offset_walk, signature="*fp32,*fp32,i32", constexprs={"BLOCK": 256},
+                    attrs={"x_ptr": ALIGNED, "out_ptr": ALIGNED}, target="sm_90")  # fmt: skip
+    loop = ck.asm["ttgir"].split("scf.for")[1].split("} {tt.num_stages")[0]
+    check(loop, [
+        re.compile(r"iter_args\(.*\) -> \(tensor<256xf32, #\w+>, i32, i32, i32\)"),
+        "ttg.async_wait", "arith.sitofp",
+        re.compile(r"tt.addptr %x_ptr, %\w+ : !tt.ptr<f32>, i32"), "ttg.async_copy_global_to_local",
+        re.compile(r"scf.yield %\w+, %off_\w+, %\w+, %off_\w+"),
+    ])  # fmt: skip
+    head = re.search(r"iter_args\(%\w+ = %\w+, %(\w+) = %\w+, %\w+ = %\w+, %(\w+) = %\w+\)", loop)
+    current, ahead = head.groups()
+    assert re.search(rf"arith.addi %{current}, ", loop) and re.search(rf"tt.addptr %x_ptr, %{ahead} ", loop)
+
+
+PERSISTENT_SIGNATURE = "*fp16,*fp16,*fp16,i32,i32,i32,i32,i32,i32"
+
+
+def compile_persistent_matmul(target: str, bm: int, bn: int, bk: int = 64, warps: int = 8, stages: int = 3):
+    """Tutorial 09's persistent matmul (tl.range(..., flatten=True) over its tiles), K-major A,
+    N-major B and C, as the benchmark launches it."""
+    constexprs = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=132,
+                      stride_ak=1, stride_bn=1, stride_cn=1)  # fmt: skip
+    return kl.compile(matmul_persistent_kernel, signature=PERSISTENT_SIGNATURE, constexprs=constexprs,
+                      attrs=MATMUL_ATTRS, target=target, num_warps=warps, num_stages=stages)  # fmt: skip
+
+
+@pytest.mark.parametrize("target,bn", [("sm_90a", 256), ("sm_80", 128)])
+def test_the_persistent_matmul_pipelines_across_tiles(target, bn):
+    """The fused loop's copies of steps t+1, t+2 (maybe the next tile's) are issued before this
+    step's epilogue branch stores the tile and resets the accumulator (once per tile)."""
+    ck = compile_persistent_matmul(target, 128, bn)
+    assert next(r for r in ck.passes if r.name == "fuse_nested_loops").summary == "1× fuse-loop-nest"
+    ttgir = ck.asm["ttgir"]
+    fused = ttgir.split("scf.for")[1].split("} else {\n      scf.for")[0]
+    dot = r"ttng.warp_group_dot %\w+, %\w+, %\w+ \{.*isAsync" if target == "sm_90a" else r"tt.dot %\w+, %\w+, %\w+ "
+    refill = ["ttg.async_copy_global_to_local", "ttg.async_copy_global_to_local", "ttg.async_commit_group"]
+    # the copies of step t+2 start with that step's tile: its index math (and the offsets
+    # vectors built from it) in a branch at a tile's first step, carried to the other steps
+    tile = [re.compile(r"scf.if %\w+ -> \(i32, i32, tensor<128xi32, [^)]*\)"), "arith.divsi", "arith.remsi",
+            re.compile(r"%offs_am_\w+ = arith.select"), "} else {"]
+    check(fused, [
+        "ttg.async_wait {num = 1 : i32}",
+        # mma.sync refills first; the asynchronous wgmma once the previous one is done (the
+        # epilogue's conversion buffer is live beside the rings: no slot more for it)
+        *([*tile, *refill] if target == "sm_80" else []),
+        re.compile(dot),
+        *(["ttng.warp_group_dot_wait", "pendings = 1", *tile, *refill] if target == "sm_90a" else []),
+        # the epilogue, at the tile's last K step, hands the next tile a zero accumulator
+        re.compile(r"scf.if %\w+ -> \(i32, tensor<128x\d+xf32, #mma>\)"),
+        *(["ttng.warp_group_dot_wait", "pendings = 0"] if target == "sm_90a" else []),
+        "arith.truncf", "tt.store", re.compile(r"scf.yield %\w+, %\w+ : i32, tensor<128x\d+xf32, #mma>"),
+        "} else {",
+        re.compile(r"scf.yield %\w+, %\w+, %\w+, %\w+, .* : i32, tensor<128x\d+xf32, #mma>, i32, i32, "),
+    ])  # fmt: skip
+    check_not(outside_branches(fused), ["arith.divui", "arith.divsi", "arith.remsi"])  # none per K step
+    assert "ttg.convert_layout" not in fused.split("arith.truncf")[0]  # the accumulator stays in #mma
+    assert not re.search(r"arith.select .*tensor<128x\d+xf32", fused)  # no reset per K step
+    assert sorted(ring_slots(ck.module)) == sorted([(3, 128 * 64 * 2), (3, 64 * bn * 2)])
+    ptx = ck.asm["ptx"]
+    if target == "sm_90a":
+        assert ptx.count("wgmma.wait_group.sync.aligned 0;") >= 1
+    else:
+        assert "mma.sync.aligned.m16n8k16" in ptx
+    assert "selp.f32" not in ptx  # no select per accumulator register and K step
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0

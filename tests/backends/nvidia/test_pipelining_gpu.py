@@ -1,5 +1,6 @@
 """Pipelined loops on the GPU (`-m gpu`), against float64 references: the tutorial matmul over
-num_stages 1..4 with K masked, K shorter than the pipeline, and bf16; the persistent softmax
+num_stages 1..4 with K masked, K shorter than the pipeline, and bf16; the persistent matmul's
+fused loop nest (flatten=True) over few and many programs; the persistent softmax
 (a row loop with tl.range's num_stages, a masked `other` of -inf); a loop whose masked-off
 value is not zero."""
 
@@ -12,6 +13,7 @@ import kernellab as kl
 import kernellab.language as tl
 from kernellab.examples import (
     matmul_kernel,
+    matmul_persistent_kernel,
     softmax_config,
     softmax_persistent_kernel,
     softmax_reference,
@@ -32,6 +34,24 @@ def assert_close64(actual, expected, bound, what):
         i = tuple(int(v) for v in np.argwhere(bad)[0])
         raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} off; first at {i}: "
                              f"{actual[i]!r} vs {expected[i]!r}")  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_a_shadowed_offset_matches_float64(torch, n):
+    """The loads' offset runs ahead in a shadow while the math reads this iteration's (n = 1, 2:
+    shorter than the pipeline)."""
+    from tests.backends.nvidia.test_pipelining import scaled_offset_walk
+
+    block = 256
+    x = np.random.default_rng().standard_normal(n * block).astype(np.float32)
+    out = torch.full((block,), float("nan"), dtype=torch.float32, device="cuda")
+    scaled_offset_walk[(1,)](torch.from_numpy(x).cuda(), out, n, BLOCK=block)
+    torch.cuda.synchronize()
+    rows = x.astype(np.float64).reshape(n, block)
+    scale = ((np.arange(n) + 1) * block)[:, None]
+    ref = (rows * scale).sum(axis=0)
+    bound = n * 2.0**-23 * (np.abs(rows) * scale).sum(axis=0)
+    assert_close64(out.cpu().numpy(), ref, bound, "out")
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
@@ -55,6 +75,32 @@ def test_pipelined_matmul_matches_float64(torch, stages, M, N, K, dtype):
     ref = a64 @ b64
     bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
     assert_close64(c.float().cpu().numpy(), ref, bound, f"c ({stages} stages)")
+
+
+@pytest.mark.parametrize("config", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (64, 64, 32, 4, 2)],
+                         ids=lambda c: "x".join(map(str, c)))  # fmt: skip
+@pytest.mark.parametrize("M, N, K, programs", [(520, 392, 232, 3), (300, 700, 40, 7), (256, 512, 64, 200),
+                                               (130, 260, 0, 2)])  # fmt: skip
+def test_persistent_matmul_fused_across_tiles_matches_float64(torch, config, M, N, K, programs):
+    """tl.range(..., flatten=True): one loop over tiles x K steps, the next tile's copies in
+    flight during this tile's epilogue. Few programs walk many tiles (partial ones at the M and
+    N edges, K masked); K=40 is less than one BLOCK_K=64 step; 200 programs is more than the
+    tiles; K=0 stores zeros (the nest as written)."""
+    bm, bn, bk, warps, stages = config
+    rng = np.random.default_rng()
+    a = torch.from_numpy(rng.standard_normal((M, K)).astype(np.float32)).half().cuda()
+    b = torch.from_numpy(rng.standard_normal((N, K)).astype(np.float32)).half().cuda().T  # K-major
+    c = torch.full((M, N), float("nan"), dtype=torch.float16, device="cuda")
+    ck = matmul_persistent_kernel[(programs,)](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=programs,
+        num_warps=warps, num_stages=stages)  # fmt: skip
+    torch.cuda.synchronize()
+    assert next(r for r in ck.passes if r.name == "fuse_nested_loops").changed
+    a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy()
+    ref = a64 @ b64
+    bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
+    assert_close64(c.double().cpu().numpy(), ref, bound, f"c ({config}, {programs} programs)")
 
 
 @pytest.mark.parametrize("stages", [1, 2, 4])

@@ -19,7 +19,7 @@ from kernellab.backends.nvidia.tensor_maps import TensorMaps
 from kernellab.examples import matmul_descriptor_persistent_kernel
 from kernellab.ir import parse_module, print_module
 from kernellab.tools.tensor_descriptor import TensorDescriptor
-from tests.filecheck import check, check_not
+from tests.filecheck import check, check_not, outside_branches
 
 
 @kl.jit
@@ -66,11 +66,12 @@ def record(ck, name):
     return next(r for r in ck.passes if r.name == name)
 
 
-def compile_matmul(bm=128, bn=128, bk=64, warps=4, stages=3, dtype=np.float16):
+def compile_matmul(bm=128, bn=128, bk=64, warps=4, stages=3, dtype=np.float16, flatten=False):
     a = np.zeros((512, 512), dtype)
     args = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(a, [bn, bk]),
             TensorDescriptor.from_tensor(a, [bm, bn]), 512, 512, 512)  # fmt: skip
-    meta = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=132)
+    meta = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, NUM_SMS=132,
+                FLATTEN=flatten)  # fmt: skip
     return compiled(matmul_descriptor_persistent_kernel, args, meta, num_warps=warps, num_stages=stages)
 
 
@@ -342,6 +343,61 @@ def test_persistent_descriptor_matmul_is_pipelined_tma_into_wgmma():
     ])  # fmt: skip
     loop = ck.asm["ttgir"].split("scf.for")[2].split("scf.yield")[0]
     check_not(loop, ["ttg.async_copy_global_to_local", "ttg.local_load", "tt.load", "tt.trans"])
+    ptx = ck.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+    # A's and B's tiles are one 128-byte panel each: two TMA copies per issue (2 + 1 sites)
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 2 * 3
+    assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+def test_persistent_descriptor_matmul_is_fused_and_pipelined_tma_into_wgmma():
+    """FLATTEN: one loop over tiles x K steps (guarded by both running), TMA copies of the
+    next steps issued (maybe the next tile's) before this tile's epilogue stores."""
+    ck = compile_matmul(flatten=True)
+    assert "1× fuse-loop-nest" in record(ck, "fuse_nested_loops").summary
+    check(ck.asm["ttgir"], [
+        "#mma = #ttg.nvidia_mma<{versionMajor = 3",
+        "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 16}>",
+        "#shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = 1, elementBitWidth = 16}>",
+        "scf.if",  # the fused loop where tiles and K steps both run
+        # 3 stages, the dot asynchronous and read by the epilogue: the refill waits for the
+        # previous dot, 3 slots (the epilogue's buffer is live beside them), one barrier each
+        "ttg.local_alloc : () -> !ttg.memdesc<3x128x64xf16, #shared, #smem, mutable>",
+        # B's N x K tiles land K-major: Bᵀ's transposed NVMMA buffer, the same bytes
+        "ttg.local_alloc : () -> !ttg.memdesc<3x64x128xf16, #shared1, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<3x1xi64, #shared2, #smem, mutable>",
+        "ttng.init_barrier", "ttng.init_barrier", "ttng.init_barrier",
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        re.compile(r"scf.for .* iter_args\(.*\) -> \(tensor<128x128xf32, #mma>(, i32)+\)"),
+        re.compile(r"ttng.wait_barrier %\w+, %\w+"),
+        # this tile's offsets (the epilogue stores there): computed at its first step, carried
+        re.compile(r"scf.if %\w+ -> \(i32, i32\)"), "arith.divsi", "} else {",
+        re.compile(r"ttng.warp_group_dot %\w+, %\w+, %\w+ \{.*isAsync"),
+        "ttng.warp_group_dot_wait", "pendings = 1",
+        # the offsets of step t+2's tile, the same way, and its copies
+        re.compile(r"scf.if %\w+ -> \(i32, i32\)"), "arith.divsi", "} else {",
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_global_to_local",
+        # the epilogue, at a tile's last K step: it waits for the dot, stores, and hands the
+        # next tile a zero accumulator; the other branch the running one
+        re.compile(r"scf.if %\w+ -> \(tensor<128x128xf32, #mma>\)"),
+        "ttng.warp_group_dot_wait", "pendings = 0",
+        re.compile(r"ttg.local_alloc %\w+ : \(tensor<128x128xf16, #mma>\)"),  # C straight from the accumulator
+        "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global",
+        re.compile(r"scf.yield %\w+ : tensor<128x128xf32, #mma>"), "} else {",
+        re.compile(r"scf.yield %\w+ : tensor<128x128xf32, #mma>"),
+        "arith.xori",  # the phase flips when the read slot wraps
+        "scf.yield",
+        "ttng.inval_barrier", "ttng.inval_barrier", "ttng.inval_barrier",
+        "} else {",  # no tiles or K == 0: the nest as written, its K loop gone
+        "scf.for",
+    ])  # fmt: skip
+    loop = ck.asm["ttgir"].split("scf.for")[1].split("scf.yield")[0]
+    check_not(loop, ["ttg.async_copy_global_to_local", "ttg.local_load", "tt.load", "tt.trans"])
+    fused = ck.asm["ttgir"].split("scf.for")[1].split("} else {\n      scf.for")[0]
+    check_not(outside_branches(fused), ["arith.divui", "arith.divsi", "arith.remsi"])  # none per K step
+    assert not re.search(r"arith.select .*tensor<128x128xf32", loop)  # no reset per K step
+    check_not(ck.asm["ttgir"].split("} else {")[-1], ["ttng.warp_group_dot ", "ttng.async_tma_copy_global_to_local"])
     ptx = ck.asm["ptx"]
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
     # A's and B's tiles are one 128-byte panel each: two TMA copies per issue (2 + 1 sites)

@@ -147,13 +147,18 @@ def test_3d_descriptors_match_the_interpreter(torch, dtype):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("config", [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4)],
                          ids=lambda c: "x".join(map(str, c)))  # fmt: skip
-def test_persistent_descriptor_matmul_matches_float64(torch, dtype, config):
+@pytest.mark.parametrize("flatten,programs", [(False, None), (True, 3), (True, None)],
+                         ids=["nest", "fused-3-programs", "fused-one-per-sm"])  # fmt: skip
+def test_persistent_descriptor_matmul_matches_float64(torch, dtype, config, flatten, programs):
+    """FLATTEN fuses the loop nest: 3 programs walk 6 or more tiles each, the next tile's TMA
+    copies in flight during this tile's epilogue."""
     bm, bn, bk, warps, stages = config
     M, N, K = 520, 392, 3 * bk + 40  # partial tiles along M, N and K
     a, b = _random(torch, (M, K), dtype), _random(torch, (N, K), dtype)  # C = A Bᵀ
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    ck = matmul_descriptor_persistent(a, b, c, sms, bm, bn, bk, num_warps=warps, num_stages=stages)
+    sms = programs or torch.cuda.get_device_properties(0).multi_processor_count
+    ck = matmul_descriptor_persistent(a, b, c, sms, bm, bn, bk, num_warps=warps, num_stages=stages,
+                                      flatten=flatten)  # fmt: skip
     torch.cuda.synchronize()
     assert "wgmma.mma_async" in ck.asm["ptx"] and "ttng.wait_barrier" in ck.asm["ttgir"]
     a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy().T
