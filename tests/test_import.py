@@ -76,11 +76,7 @@ print("\\n".join(sys.modules))
     assert not loaded & heavy, sorted(loaded & heavy)
 
 
-def test_a_compile_with_nothing_to_fold_loads_no_numpy(tmp_path):
-    """numpy and ml_dtypes load only where a compile needs them (folding constants, layout
-    tables, float literals), so the first compile of vector add in a fresh process, as the
-    benchmarks time it, pays for neither."""
-    program = '''
+_FIRST_COMPILE = '''
 import sys
 import kernellab as kl
 import kernellab.language as tl
@@ -91,15 +87,26 @@ def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
-ck = kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 1024}, target="sm_90", num_warps=4)
+ck = kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 1024}, target=sys.argv[1], num_warps=4)
 assert ".entry add" in ck.asm["ptx"]
 print("\\n".join(sys.modules))
 '''
+
+
+def modules_after_first_compile(tmp_path, target: str) -> set[str]:
+    """The modules a fresh process has loaded after compiling vector add for `target`."""
     script = tmp_path / "program.py"
-    script.write_text(program)
+    script.write_text(_FIRST_COMPILE)
     env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env)
-    loaded = {name.split(".")[0] for name in out.stdout.split()}
+    out = subprocess.run([sys.executable, str(script), target], capture_output=True, text=True, check=True, env=env)
+    return set(out.stdout.split())
+
+
+def test_a_compile_with_nothing_to_fold_loads_no_numpy(tmp_path):
+    """numpy and ml_dtypes load only where a compile needs them (folding constants, layout
+    tables, float literals), so the first compile of vector add in a fresh process, as the
+    benchmarks time it, pays for neither."""
+    loaded = {name.split(".")[0] for name in modules_after_first_compile(tmp_path, "sm_90")}
     assert not loaded & {"numpy", "ml_dtypes"}, sorted(loaded & {"numpy", "ml_dtypes"})
 
 
@@ -108,26 +115,7 @@ def test_an_nvidia_compile_loads_no_other_backend_no_autotuner_and_no_libdevice(
     kernellab` loads the autotuner only when a program uses `kl.autotune`, `kl.heuristics` or
     `kl.Config`, and `tl.extra`'s libraries load when a kernel names them (issue 13: the first
     compile in a fresh process)."""
-    program = '''
-import sys
-import kernellab as kl
-import kernellab.language as tl
-
-@kl.jit
-def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-ck = kl.compile(add, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 1024}, target="sm_90a", num_warps=4)
-assert ".entry add" in ck.asm["ptx"]
-print("\\n".join(sys.modules))
-'''
-    script = tmp_path / "program.py"
-    script.write_text(program)
-    env = {**os.environ, "KERNELLAB_CACHE_DIR": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, env=env)
-    loaded = set(out.stdout.split())
+    loaded = modules_after_first_compile(tmp_path, "sm_90a")
     unneeded = {"kernellab.backends.cpu.backend", "kernellab.backends.amd.backend", "kernellab.runtime.autotuner",
                 "kernellab.language.extra.libdevice", "kernellab.language.extra.cuda"}  # fmt: skip
     assert not loaded & unneeded, sorted(loaded & unneeded)

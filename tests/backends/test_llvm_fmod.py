@@ -6,30 +6,20 @@ several passes, subnormals, signed zeros, infinities and NaNs."""
 
 import ctypes
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 import pytest
 
 from kernellab.backends.llvm.fmod import fmod_function
 from kernellab.backends.llvm.types import F32, F64
-
-_engines = []  # the JIT engines stay alive while their functions are called
+from tests.backends.llvm_jit import jit_function
 
 
 def compiled(ty):
     module = ir.Module("fmod")
     fn = fmod_function(module, ty)
     fn.linkage = "external"  # callable from the host
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    parsed = llvm.parse_assembly(str(module))
-    parsed.verify()
-    engine = llvm.create_mcjit_compiler(parsed, llvm.Target.from_default_triple().create_target_machine())
-    engine.finalize_object()
-    _engines.append(engine)
-    c = ctypes.c_float if ty == F32 else ctypes.c_double
-    return ctypes.CFUNCTYPE(c, c, c)(engine.get_function_address(fn.name))
+    return jit_function(module, fn.name, ctypes.c_float if ty == F32 else ctypes.c_double)
 
 
 def cases(rng, dtype, n=20000):

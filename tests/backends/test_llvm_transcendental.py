@@ -7,13 +7,13 @@ was 32 ulps off near 2.5, and only one GPU run in several drew such a point)."""
 import ctypes
 import math
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 import pytest
 
 from kernellab.backends.llvm import transcendental
 from kernellab.backends.llvm.types import F64
+from tests.backends.llvm_jit import jit_function
 
 
 class _Emitter:
@@ -29,22 +29,12 @@ class _Emitter:
         return self.b.call(fn, args)
 
 
-_engines = []  # the JIT engines stay alive while their functions are called
-
-
 def compiled(name: str):
     module = ir.Module(name)
     fn = ir.Function(module, ir.FunctionType(F64, [F64]), "f")
     builder = ir.IRBuilder(fn.append_basic_block())
     builder.ret(getattr(transcendental, name)(_Emitter(module, builder), fn.args[0]))
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    parsed = llvm.parse_assembly(str(module))
-    parsed.verify()
-    engine = llvm.create_mcjit_compiler(parsed, llvm.Target.from_default_triple().create_target_machine())
-    engine.finalize_object()
-    _engines.append(engine)
-    return ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(engine.get_function_address("f"))
+    return jit_function(module, "f", ctypes.c_double)
 
 
 def _ulps(got: float, want: float) -> float:
