@@ -42,13 +42,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from kernellab.ir import arith
 from kernellab.passes.manager import PassOutcome
+from kernellab.passes.structured import OpBuilder
 
 NAME = "fuse_nested_loops"
 FLATTEN = "tt.flatten"
@@ -103,28 +104,7 @@ def _defined_in(value: SSAValue, loop: Operation) -> bool:
     return op is not None and (op is loop or loop.is_ancestor(op))
 
 
-class _Builder:
-    """Inserts ops at the end of a block, in order."""
-
-    def __init__(self, block: Block):
-        self.block = block
-
-    def add(self, op: Operation) -> Operation:
-        self.block.add_op(op)
-        return op
-
-    def const(self, value: int, like: SSAValue) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, like.type))).result
-
-    def clone(self, ops: list[Operation], env: dict) -> None:
-        """Clone `ops` here, operands (and values their regions use) through `env`, which
-        gains their results."""
-        for op in ops:
-            new = self.add(op.clone(value_mapper=dict(env)))
-            env.update(zip(op.results, new.results))
-
-
-def _trips(b: _Builder, loop: scf.ForOp, zero: SSAValue, one: SSAValue) -> SSAValue:
+def _trips(b: OpBuilder, loop: scf.ForOp, zero: SSAValue, one: SSAValue) -> SSAValue:
     """ceil((ub - lb) / step), or 0 when ub <= lb (step > 0, as scf.for has it)."""
     span = b.add(arith.SubiOp(loop.ub, loop.lb)).result
     rounded = b.add(arith.AddiOp(span, b.add(arith.SubiOp(loop.step, one)).result)).result
@@ -137,8 +117,8 @@ def _fuse(nest: Nest) -> None:
     outer, inner = nest.outer, nest.inner
     outer_body, inner_body = outer.body.block, inner.body.block
     n_outer, n_inner = len(outer.iter_args), len(inner.iter_args)
-    before = _Builder(Block())  # its ops go in front of the outer loop
-    zero, one = before.const(0, outer.lb), before.const(1, outer.lb)
+    before = OpBuilder.at_end(Block())  # its ops go in front of the outer loop
+    zero, one = before.const(0, outer.lb.type), before.const(1, outer.lb.type)
     outer_trips, inner_trips = _trips(before, outer, zero, one), _trips(before, inner, zero, one)
     total = before.add(arith.MuliOp(outer_trips, inner_trips)).result
     fuses = before.add(arith.CmpiOp("sgt", total, zero)).result
@@ -148,13 +128,13 @@ def _fuse(nest: Nest) -> None:
     early = _slice(_used_by(inner), nest.prologue)  # the prologue the inner loop reads
     per_tile, per_step = _split_prologue(early)
     tile_values = _results_read(per_tile, [*per_step, inner])
-    then = _Builder(Block())
+    then = OpBuilder.at_end(Block())
     first_env = {outer_body.args[0]: outer.lb, **dict(zip(outer_body.args[1:], outer.iter_args))}
     then.clone(early, first_env)
     inner_inits = [first_env.get(v, v) for v in inner.iter_args]
     arg_types = [outer.lb.type] + [v.type for v in (*outer.iter_args, *inner_inits)]
     arg_types += [outer.lb.type, outer.lb.type] + [v.type for v in tile_values]
-    body = _Builder(Block(arg_types=arg_types))
+    body = OpBuilder.at_end(Block(arg_types=arg_types))
     args = list(body.block.args[1:])
     outer_args, args = args[:n_outer], args[n_outer:]
     inner_args, (j, i), tile_args = args[:n_inner], args[n_inner:n_inner + 2], args[n_inner + 2:]
@@ -164,7 +144,7 @@ def _fuse(nest: Nest) -> None:
     first = body.add(arith.CmpiOp("eq", j, zero)).result
     starts = []
     if tile_values:
-        prologue = _Builder(Block())
+        prologue = OpBuilder.at_end(Block())
         prologue_env = dict(env)
         prologue.clone(per_tile, prologue_env)
         prologue.add(scf.YieldOp(*(prologue_env[v] for v in tile_values)))
@@ -189,7 +169,7 @@ def _fuse(nest: Nest) -> None:
     # a tile's last step runs the epilogue (with the prologue values only it reads)
     next_j = body.add(arith.AddiOp(j, one)).result
     last = body.add(arith.CmpiOp("eq", next_j, inner_trips)).result
-    epilogue = _Builder(Block())
+    epilogue = OpBuilder.at_end(Block())
     epilogue_roots = _used_by_ops(nest.epilogue) + list(outer_body.last_op.operands)
     epilogue.clone(_slice(epilogue_roots, nest.prologue, known=set(env)), env)
     epilogue.clone(nest.epilogue, env)

@@ -1,14 +1,18 @@
 """Structured control flow for passes: a walk in program order, for passes and analyses that
 carry facts from definitions to uses (scf.for, scf.if and scf.while each go to a method of their
 own, their block arguments and results being tied to values inside them; every other op to
-`other`), and `reinitialized_for`, for passes that change what a loop carries.
+`other`), `reinitialized_for`, for passes that change what a loop carries, and `OpBuilder`, for
+passes that build loop code from clones of existing ops.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
+
+from kernellab.ir import arith
 
 
 def reinitialized_for(loop: scf.ForOp, inits: list[SSAValue]) -> scf.ForOp:
@@ -21,6 +25,36 @@ def reinitialized_for(loop: scf.ForOp, inits: list[SSAValue]) -> scf.ForOp:
     new_loop.attributes.update(loop.attributes)
     Rewriter.insert_op(new_loop, InsertPoint.before(loop))
     return new_loop
+
+
+class OpBuilder:
+    """Inserts ops at one point, in order: before an op, or at the end of a block being built
+    (`.point.block`)."""
+
+    def __init__(self, point: InsertPoint):
+        self.point = point
+
+    @classmethod
+    def at_end(cls, block: Block) -> OpBuilder:
+        return cls(InsertPoint.at_end(block))
+
+    @property
+    def block(self) -> Block:
+        return self.point.block
+
+    def add(self, op: Operation) -> Operation:
+        Rewriter.insert_op(op, self.point)
+        return op
+
+    def const(self, value: int, type: Attribute = i32) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(value, type))).result
+
+    def clone(self, ops: list[Operation], env: dict) -> None:
+        """Clone `ops` here, operands (and the values their regions use) through `env`, which
+        gains their results."""
+        for op in ops:
+            new = self.add(op.clone(value_mapper=dict(env)))
+            env.update(zip(op.results, new.results))
 
 
 class StructuredWalk:

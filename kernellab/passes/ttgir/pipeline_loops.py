@@ -78,7 +78,7 @@ from xdsl.traits import is_side_effect_free
 
 from kernellab.ir import arith, tt, ttg, ttng
 from kernellab.passes.rewrite import Rewrites
-from kernellab.passes.structured import reinitialized_for
+from kernellab.passes.structured import OpBuilder, reinitialized_for
 from kernellab.passes.ttgir import axis_info, tma
 from kernellab.passes.ttgir.axis_info import element_bytes
 
@@ -180,7 +180,7 @@ def carry_tile_values(loop: scf.ForOp) -> int:
             continue
         then_block, else_block = (region.block for region in branch.regions)
         env = dict(zip(branch.results, then_block.last_op.operands))
-        _clone_slice(_Builder(InsertPoint.before(then_block.last_op)), chosen, env)
+        OpBuilder(InsertPoint.before(then_block.last_op)).clone(chosen, env)
         computed = [env[r] for r in frontier]
         Rewriter.replace_op(then_block.last_op, scf.YieldOp(*then_block.last_op.operands, *computed))
         args = [body.insert_arg(r.type, len(body.args)) for r in frontier]
@@ -196,7 +196,7 @@ def carry_tile_values(loop: scf.ForOp) -> int:
         Rewriter.replace_op(yield_op, scf.YieldOp(*yield_op.operands, *added))
         # the first iteration's values: the moved ops from the loop's initial values
         init_env = {result: loop.iter_args[q] for result, q in zip(wider.results, positions)}
-        _clone_slice(_Builder(InsertPoint.before(loop)), chosen, init_env)
+        OpBuilder(InsertPoint.before(loop)).clone(chosen, init_env)
         for op in reversed(chosen):
             Rewriter.erase_op(op)
         Rewriter.erase_op(branch)
@@ -461,36 +461,12 @@ def _dependents(values: set[SSAValue], body: Block, replaced: set[Operation]) ->
 # --------------------------------------------------------------------------- the rewrite
 
 
-class _Builder:
-    """Inserts ops at one point, in order."""
-
-    def __init__(self, point: InsertPoint):
-        self.point = point
-
-    def add(self, op: Operation) -> Operation:
-        Rewriter.insert_op(op, self.point)
-        return op
-
-    def const(self, value: int, type=i32) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, type))).result
-
-
-def _clone_slice(b: _Builder, ops: list[Operation], env: dict) -> None:
-    """Clone `ops` (pure, no regions) at the builder's point, operands through `env` (which
-    gains their results)."""
-    for op in ops:
-        new = op.clone(value_mapper=dict(env))
-        b.add(new)
-        for old, result in zip(op.results, new.results):
-            env[old] = result
-
-
-def _issue(b: _Builder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValue, env: dict,
+def _issue(b: OpBuilder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValue, env: dict,
            barriers: SSAValue | None = None) -> None:  # fmt: skip
     """The copies of one iteration into ring `slot` and their commit group (TMA copies: the
     bytes announced on that slot's barrier); `env` maps the induction variable and the
     iter_args to that iteration's values, `live` (i1) says the iteration exists."""
-    _clone_slice(b, plan.address_ops, env)
+    b.clone(plan.address_ops, env)
     if barriers is not None:
         bar = b.add(ttg.MemDescIndexOp(barriers, slot)).result
         nbytes = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
@@ -512,7 +488,7 @@ def _issue(b: _Builder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValue
     b.add(ttg.AsyncCommitGroupOp(tokens))
 
 
-def _splat(b: _Builder, flag: SSAValue, like) -> SSAValue:
+def _splat(b: OpBuilder, flag: SSAValue, like) -> SSAValue:
     shape = like.get_shape()
     return b.add(tt.SplatOp(flag, TensorType(i1, shape, like.encoding))).result
 
@@ -524,7 +500,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     async_dot = _async_dot(body, plan, stages)
     slots = _slots(body, async_dot, stages)
     ahead = stages - 1  # iterations in flight beyond this one
-    before = _Builder(InsertPoint.before(loop))
+    before = OpBuilder(InsertPoint.before(loop))
     on_tma = _is_tma(plan.loads[0].load)
     for item in plan.loads if on_tma else ():
         item.tensor_map = tma.tensor_map(item.load)
@@ -568,11 +544,11 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
     if on_tma:  # the read slot's barrier completes a phase per use; its parity flips per wrap
         phase = body.insert_arg(i32, len(body.args))
         inits.append(before.const(0))
-        at_start = _Builder(InsertPoint.at_start(body))
+        at_start = OpBuilder(InsertPoint.at_start(body))
         bar = at_start.add(ttg.MemDescIndexOp(barriers, read_slot)).result
         wait = at_start.add(ttng.WaitBarrierOp(bar, phase))
     else:
-        wait = _Builder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
+        wait = OpBuilder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
     reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
     previous_dot_done = _make_async(body, async_dot) if async_dot is not None else None
     if async_dot is not None and async_dot.epilogue:  # the slot the previous dot read, once
@@ -585,7 +561,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         refill_after = previous_dot_done
     else:
         refill_after = _last_reader(body, reads)
-    issue = _Builder(InsertPoint.after(refill_after))
+    issue = OpBuilder(InsertPoint.after(refill_after))
     ahead_k = issue.add(
         arith.AddiOp(iv, issue.add(arith.MuliOp(loop.step, issue.const(ahead, iv_type))).result)
     ).result
@@ -603,7 +579,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         if j not in plan.shadowed:
             yielded[j] = nexts[j]
 
-    at_end = _Builder(InsertPoint.before(yield_op))
+    at_end = OpBuilder(InsertPoint.before(yield_op))
     counters = [_advance(at_end, read_slot, slots)]
     if write_slot is not read_slot:
         counters.append(_advance(at_end, write_slot, slots))
@@ -775,14 +751,14 @@ def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:
     return None
 
 
-def _next_values(b: _Builder, plan: _Plan, body: Block, env: dict,
+def _next_values(b: OpBuilder, plan: _Plan, body: Block, env: dict,
                  positions: list[int] | None = None) -> dict[int, SSAValue]:  # fmt: skip
     """The ahead iter_args' values (those at `positions`, else all) for the iteration after the
     one `env` describes."""
     positions = plan.ahead if positions is None else positions
     yielded = body.last_op.operands
     needed = set(_backward_slice([yielded[j] for j in positions], body) or ())
-    _clone_slice(b, [op for op in plan.update_ops if op in needed and op.results[0] not in env], env)
+    b.clone([op for op in plan.update_ops if op in needed and op.results[0] not in env], env)
     return {j: env.get(yielded[j], yielded[j]) for j in positions}
 
 
@@ -801,7 +777,7 @@ def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> Operation:
     """Replace the load (and the local_alloc it fed) by this iteration's slot of `ring`; the
     last op it placed."""
     load = item.load
-    b = _Builder(InsertPoint.before(load))
+    b = OpBuilder(InsertPoint.before(load))
     view = b.add(ttg.MemDescIndexOp(ring, slot)).result
     if item.staging is not None:
         item.staging.replace(view)
@@ -819,7 +795,7 @@ def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> Operation:
     return value.owner
 
 
-def _advance(b: _Builder, slot: SSAValue, stages: int) -> SSAValue:
+def _advance(b: OpBuilder, slot: SSAValue, stages: int) -> SSAValue:
     """(slot + 1) mod stages, without a division."""
     nxt = b.add(arith.AddiOp(slot, b.const(1))).result
     wrap = b.add(arith.CmpiOp("sge", nxt, b.const(stages))).result
