@@ -21,6 +21,11 @@ Measures (see benchmarks/README.md for what each figure means):
              B N x K; TMA loads and stores on Hopper, the same kernel text for kernellab and
              Triton), each autotuned over MATMUL_DESCRIPTOR_CONFIGS, next to cuBLAS: fp16 and
              bf16 at 4096 and 8192; TFLOP/s
+  matmul sustained  the same matmuls at the card's steady state: an H200 at its 700 W limit runs
+             large matmuls below its boost clock, so each contender (cuBLAS, both kernels for
+             both compilers, the faster of two configs) runs back to back for 2 s, in three
+             interleaved rounds, with the SM clock and board power read by nvidia-smi; tf32 at
+             4096 too (the tutorial kernel, next to torch.matmul with tf32 allowed)
   matmul compile  kl.compile of the largest tutorial config (128x256x64, 8 warps, 3 stages)
   compile    first compile of vector add in a fresh process (clean cache dir), cached compile
              in a second process, and the first launch of each, Triton's too
@@ -923,6 +928,172 @@ def matmul_descriptor_case(results, torch, timer, m, n, k, dtype):
     guarded(results, "matmul descriptor", case, "triton", "TFLOP/s", triton_run)
 
 
+# the sustained matmul: square fp16/bf16 cases and tf32 at 4096 (the tutorial kernel only), the
+# configs each compiler chooses among
+MATMUL_SUSTAINED_CASES = [(n, n, n, dt) for dt in ("fp16", "bf16") for n in (4096, 8192)]
+MATMUL_SUSTAINED_CASES += [(4096, 4096, 4096, "tf32")]
+MATMUL_SUSTAINED_CONFIGS = {"fp16": [(128, 256, 64, 8, 3, 8), (128, 256, 64, 8, 4, 8)],
+                            "tf32": [(128, 256, 32, 8, 3, 8), (128, 128, 32, 8, 4, 4), (128, 256, 64, 8, 3, 8)]}  # fmt: skip
+MATMUL_SUSTAINED_CONFIGS["bf16"] = MATMUL_SUSTAINED_CONFIGS["fp16"]
+SUSTAIN_SECONDS, SUSTAIN_ROUNDS, SUSTAIN_PICK_SECONDS = 2.0, 3, 0.6
+
+
+class PowerMonitor:
+    """The SM clock and board power while a kernel runs back to back (nvidia-smi sampling every
+    50 ms): a card at its power limit lowers its clock, so a ratio of two kernels is only fair
+    when each ran at its own steady state. None where nvidia-smi is missing."""
+
+    def __enter__(self):
+        try:
+            self.proc = subprocess.Popen(
+                ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                 "-lms", "50", "-i", str(os.environ.get("CUDA_VISIBLE_DEVICES", "0")).split(",")[0]],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        except OSError:
+            self.proc = None
+        self.clock_mhz = self.power_w = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        out = self.proc.communicate()[0]
+        samples = []
+        for line in out.splitlines():
+            try:
+                samples.append([float(v) for v in line.split(",")])
+            except ValueError:
+                continue
+        samples = samples[len(samples) // 3:]  # past the ramp to the steady state
+        if samples:
+            self.clock_mhz = statistics.median(s[0] for s in samples)
+            self.power_w = statistics.median(s[1] for s in samples)
+
+
+def sustained_ms(torch, fn, seconds: float) -> tuple[float, PowerMonitor]:
+    """Mean time of `fn` run back to back for `seconds` (after a warm-up of a third of that),
+    and the clock and power meanwhile: the steady state a training loop sees."""
+    end = time.perf_counter() + seconds / 3
+    while time.perf_counter() < end:
+        fn()
+        torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    runs = 0
+    with PowerMonitor() as monitor:
+        start.record()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            for _ in range(20):
+                fn()
+            runs += 20
+            torch.cuda.synchronize()
+        stop.record()
+        torch.cuda.synchronize()
+    return start.elapsed_time(stop) / runs, monitor
+
+
+def bench_matmul_sustained(results, torch):
+    for m, n, k, dtype in MATMUL_SUSTAINED_CASES:
+        matmul_sustained_case(results, torch, m, n, k, dtype)
+
+
+def matmul_sustained_case(results, torch, m, n, k, dtype):
+    """One shape at the card's steady state: cuBLAS, the tutorial matmul and tutorial 09's
+    descriptor matmul (the same kernel texts for kernellab and Triton), each config checked,
+    the faster of MATMUL_SUSTAINED_CONFIGS kept, then every contender run for SUSTAIN_SECONDS
+    in SUSTAIN_ROUNDS interleaved rounds (the order reversed each round): the median round."""
+    case = f"{m}x{n}x{k} {dtype}"
+    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    a = torch.randn(m, k, device="cuda").to(torch_dtype)
+    b = torch.randn(k, n, device="cuda").to(torch_dtype)
+    bt = b.t().contiguous()  # N x K, as tutorial 09 keeps B
+    configs = MATMUL_SUSTAINED_CONFIGS[dtype]
+    ref = a.double() @ b.double()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    from kernellab.tools.tensor_descriptor import TensorDescriptor
+
+    def tutorial(kernel, config):
+        bm, bn, bk, group, stages, warps = config
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        grid = (kl.cdiv(m, bm) * kl.cdiv(n, bn),)
+        return c, lambda: kernel[grid](*args, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=group,
+                                       ACTIVATION="", num_stages=stages, num_warps=warps)  # fmt: skip
+
+    def descriptor(kernel, make, config):
+        bm, bn, bk, group, stages, warps = config
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        descs = (make(a, [bm, bk]), make(bt, [bn, bk]), make(c, [bm, bn]))
+        grid = (min(sms, kl.cdiv(m, bm) * kl.cdiv(n, bn)),)
+        return c, lambda: kernel[grid](*descs, m, n, k, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+                                       GROUP_SIZE_M=group, NUM_SMS=sms, num_stages=stages, num_warps=warps)  # fmt: skip
+
+    def cublas(_config):
+        c = torch.empty((m, n), device="cuda", dtype=torch_dtype)
+        return c, lambda: torch.matmul(a, b, out=c)
+
+    contenders = {"cuBLAS": (cublas, [None]), "kernellab": (lambda cfg: tutorial(matmul_kernel, cfg), configs)}
+    if dtype != "tf32":
+        contenders["kernellab descriptor"] = (lambda cfg: descriptor(
+            matmul_descriptor_persistent_kernel, TensorDescriptor.from_tensor, cfg), configs)  # fmt: skip
+    try:
+        need_triton()
+        from triton.tools.tensor_descriptor import TensorDescriptor as TritonDescriptor
+
+        contenders["triton"] = (lambda cfg: tutorial(triton_matmul_kernel, cfg), configs)
+        if dtype != "tf32":
+            contenders["triton descriptor"] = (lambda cfg: descriptor(
+                triton_matmul_descriptor_persistent_kernel, TritonDescriptor.from_tensor, cfg), configs)  # fmt: skip
+    except Unavailable as e:
+        for row_case in [case, case + " descriptor"][: 1 if dtype == "tf32" else 2]:
+            results.add("matmul sustained", row_case, "triton", None, "TFLOP/s", note=str(e))
+
+    chosen = {}
+    for name, (make, options) in contenders.items():
+        best, notes = None, []
+        for config in options:
+            try:
+                c, launch = make(config)
+                launch()
+                torch.cuda.synchronize()
+                err = float((c.double() - ref).norm() / ref.norm())
+                if not err <= MATMUL_TOLERANCE[dtype]:
+                    notes.append(f"{config}: WRONG (relative error {err:.3g})")
+                    continue
+                ms = sustained_ms(torch, launch, SUSTAIN_PICK_SECONDS)[0] if len(options) > 1 else 0.0
+            except Exception as e:
+                notes.append(f"{config}: {type(e).__name__}: {str(e).splitlines()[0][:80]}")
+                continue
+            if best is None or ms < best[0]:
+                best = (ms, config, launch)
+        if best is None:
+            provider, _, kind = name.partition(" ")
+            results.add("matmul sustained", case + (" " + kind if kind else ""), provider, None, "TFLOP/s",
+                        note="WRONG or failed: " + "; ".join(notes))  # fmt: skip
+        else:
+            chosen[name] = best
+    rounds = {name: [] for name in chosen}
+    order = list(chosen)
+    for r in range(SUSTAIN_ROUNDS):
+        for name in order if r % 2 == 0 else order[::-1]:
+            ms, monitor = sustained_ms(torch, chosen[name][2], SUSTAIN_SECONDS)
+            rounds[name].append((ms, monitor.clock_mhz, monitor.power_w))
+    # a row for the tutorial kernel and one for the descriptor kernel, cuBLAS in both
+    kernels = [case, case + " descriptor"][: 1 if dtype == "tf32" else 2]
+    for name, runs in rounds.items():
+        ms, clock, power = sorted(runs)[len(runs) // 2]
+        config = chosen[name][1]
+        where = "" if config is None else "{}x{}x{} g{} s{} w{}, ".format(*config)
+        facts = f"{clock:.0f} MHz, {power:.0f} W" if clock is not None else "clock and power not read"
+        provider, _, kind = name.partition(" ")
+        for row_case in kernels if name == "cuBLAS" else [case + (" " + kind if kind else "")]:
+            results.add("matmul sustained", row_case, provider, tflops(m, n, k, ms), "TFLOP/s", note=where + facts,
+                        median_ms=ms, config=config, clock_mhz=clock, power_w=power,
+                        rounds=[round(tflops(m, n, k, t), 1) for t, _, _ in runs])  # fmt: skip
+
+
 ATTENTION_TOLERANCE = 2e-3  # ‖O - ref‖ / ‖ref‖: P is rounded to fp16 before P·V, O to fp16
 
 
@@ -1340,6 +1511,8 @@ KEY_CASES = {
     "matmul": ["4096x4096x4096 fp16", "4096x4096x4096 bf16", "8192x8192x8192 fp16",
                "4096x4096x4096 tf32", "4096x4096x4096 int8"],
     "matmul descriptor": ["4096x4096x4096 fp16", "8192x8192x8192 fp16"],
+    "matmul sustained": [f"{n}x{n}x{n} {dt}{kind}" for dt in ("fp16", "bf16") for n in (4096, 8192)
+                         for kind in ("", " descriptor")] + ["4096x4096x4096 tf32"],
 }  # fmt: skip
 
 
@@ -1442,6 +1615,12 @@ PLAN = [
         "tutorial 09's persistent matmul through host TensorDescriptors (TMA on Hopper), fp16 "
         "4096 and 8192: kernellab / cuBLAS / triton (same kernel text), TFLOP/s",
     ),
+    (
+        "matmul sustained",
+        "fp16/bf16 4096 and 8192 at the card's steady state (each contender back to back for "
+        f"{SUSTAIN_SECONDS:.0f} s, {SUSTAIN_ROUNDS} interleaved rounds, clock and power read): "
+        "cuBLAS, the tutorial matmul and tutorial 09's descriptor matmul, kernellab / triton, TFLOP/s",
+    ),
     ("matmul compile", "kl.compile of the 128x256x64 8-warp 3-stage config, cache bypassed"),
     (
         "attention",
@@ -1467,6 +1646,7 @@ SECTION_SECONDS = {
     "softmax persistent": 60,
     "matmul": 540,
     "matmul descriptor": 240,
+    "matmul sustained": 480,
     "matmul compile": 60,
     "attention": 300,
     "warm launch": 60,
@@ -1495,6 +1675,7 @@ def run_section(section: str, sink: str) -> int:
         "softmax persistent": lambda: bench_softmax_persistent(results, torch, timer),
         "matmul": lambda: bench_matmul(results, torch, timer),
         "matmul descriptor": lambda: bench_matmul_descriptor(results, torch, timer),
+        "matmul sustained": lambda: bench_matmul_sustained(results, torch),
         "matmul compile": lambda: bench_matmul_compile(results, target),
         "attention": lambda: bench_attention(results, torch, timer),
         "warm launch": lambda: bench_launch(results, torch),

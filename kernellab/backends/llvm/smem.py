@@ -199,6 +199,12 @@ class BarrierTracker:
         accesses. The copy itself is not pending: it lands at a wait, which is a barrier."""
         self.free(iv)
 
+    def read_asynchronously(self, iv: Interval) -> None:
+        """Another unit (a TMA store) has read `iv` until now: a write to it must wait for a
+        barrier, though no thread's access is pending."""
+        if (iv, False) not in self.pending:
+            self.pending.append((iv, False))
+
     def free(self, iv: Interval) -> None:
         """A barrier now if `iv` has pending accesses: whatever comes next may write it."""
         if any(p.overlaps(iv) for p, _ in self.pending):

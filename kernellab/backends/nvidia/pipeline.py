@@ -136,7 +136,11 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
         accelerate_matmul.run,
         {"wgmma": _option(options, "target", "sm_90") == "sm_90a"},
     )
-    configured = {convert_to_ttgpuir: convert, accelerate_matmul: accelerate, pipeline_loops: pipeline}
+    tma_copies = _Configured(
+        tma.NAME, tma.run, {"shared_limit": limits["max_shared_per_block"] if limits else None}
+    )
+    configured = {convert_to_ttgpuir: convert, accelerate_matmul: accelerate, pipeline_loops: pipeline,
+                  tma: tma_copies}  # fmt: skip
     passes = [configured.get(p, p) for p in TTGIR_PASSES]
     verify = bool(_option(options, "debug", False))
     return PassManager(passes, trace=trace, verify=verify).run(module)

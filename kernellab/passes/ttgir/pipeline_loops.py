@@ -62,7 +62,10 @@ accumulator, the other branch the running one), and the epilogue waits for it
 it), rather than taking one slot more: the epilogue's layout-conversion buffer is live beside
 the rings inside the loop.
 The old address computations of iteration k are left to dce. Where the rings would pass
-`shared_limit`, the loop gets the largest S that fits (at least 2). As in Triton, a store in the
+`shared_limit` (beside the buffers of TMA stores kept in flight across an enclosing loop:
+tma.stores_in_flight_bytes), a ring under an asynchronous dot first gives up its extra slot (the
+refill waits for the previous dot, as in a fused nest), then the loop gets the largest S that
+fits (at least 2). As in Triton, a store in the
 loop is not assumed to alias a pipelined load: loads of later iterations move above it.
 """
 
@@ -105,17 +108,30 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
         if plan is None:
             continue
         per_slot = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
-        fitting = stages
-        while (shared_limit is not None and fitting >= 2
-               and per_slot * _slots(loop.body.block, _async_dot(loop.body.block, plan, fitting), fitting)
-               > shared_limit):  # fmt: skip
-            fitting -= 1
+        reserved = tma.stores_in_flight_bytes(loop)
+
+        def fits(stages: int, tight: bool) -> bool:
+            async_dot = _async_dot(loop.body.block, plan, stages)
+            if async_dot is not None:
+                async_dot.tight = tight
+            return shared_limit is None or per_slot * _slots(loop.body.block, async_dot, stages) + reserved <= shared_limit
+
+        # beside a TMA store kept in flight, the refill first gives up the slot it takes beyond
+        # Triton's ring (waiting for the previous dot instead), then stages
+        fitting, tight = stages, False
+        while fitting >= 2 and not fits(fitting, tight):
+            if reserved and not tight and fits(fitting, True):
+                tight = True
+            else:
+                fitting -= 1
         if fitting < 2:
             rewrites.note("too-big-to-pipeline")
             continue
         if fitting < stages:
             rewrites.note("fewer-stages-to-fit-shared-memory")
-        _rewrite(loop, plan, fitting)
+        if tight:
+            rewrites.note("ring-of-stages-beside-a-store-in-flight")
+        _rewrite(loop, plan, fitting, tight)
         rewrites.note("pipeline-loop")
         rewrites.note("async-copy", len(plan.loads))
     if rewrites:
@@ -493,11 +509,13 @@ def _splat(b: OpBuilder, flag: SSAValue, like) -> SSAValue:
     return b.add(tt.SplatOp(flag, TensorType(i1, shape, like.encoding))).result
 
 
-def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
+def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> None:
     body = loop.body.block
     iv = body.args[0]
     iv_type = iv.type
     async_dot = _async_dot(body, plan, stages)
+    if async_dot is not None:
+        async_dot.tight = tight
     slots = _slots(body, async_dot, stages)
     ahead = stages - 1  # iterations in flight beyond this one
     before = OpBuilder(InsertPoint.before(loop))
@@ -551,8 +569,8 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int) -> None:
         wait = OpBuilder(InsertPoint.at_start(body)).add(ttg.AsyncWaitOp(ahead - 1))
     reads = [_read_slot(item, ring, read_slot) for item, ring in zip(plan.loads, rings)]
     previous_dot_done = _make_async(body, async_dot) if async_dot is not None else None
-    if async_dot is not None and async_dot.epilogue:  # the slot the previous dot read, once
-        refill_after = previous_dot_done  # it is done (the lowering's barrier comes first)
+    if async_dot is not None and async_dot.waits_before_refill:  # the slot the previous dot read,
+        refill_after = previous_dot_done  # once it is done (the lowering's barrier comes first)
     elif async_dot is not None and previous_dot_done is None:  # the refill overlaps the running
         refill_after = async_dot.dot  # last dot, not the first dot's issue; its slot is free anyway
     elif _refills_first(body):  # the refilled slot was last read before the wait's barrier
@@ -623,8 +641,9 @@ def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
     (the previous iteration's dot may still read its slot), as Triton gives an MMA v3 operand
     one buffer more; except where the dot's accumulator is read by an epilogue in the loop (a
     fused loop nest): its layout conversion's scratch is live beside the rings, so the refill
-    waits for the previous dot instead (see `_async_dot`)."""
-    extra = async_dot is not None and not async_dot.epilogue
+    waits for the previous dot instead (see `_async_dot`); and except where a TMA store's
+    buffer stays live across the loop (`tight`), for the same reason."""
+    extra = async_dot is not None and not async_dot.waits_before_refill
     return stages - 1 + _refills_first(body) + extra
 
 
@@ -642,6 +661,13 @@ class _AsyncDot:
     dot: ttng.WarpGroupDotOp
     yielded: SSAValue | None = None  # what the yield carries: the dot's result, its wait, or an epilogue's result
     epilogue: bool = False  # its result goes through a branch of the loop (a fused nest's epilogue)
+    tight: bool = False  # the rings share shared memory with a TMA store kept in flight
+
+    @property
+    def waits_before_refill(self) -> bool:
+        """The refill reuses the slot the previous dot read, after waiting for it, rather than
+        taking a slot more: Triton's ring of num_stages buffers."""
+        return self.epilogue or self.tight
 
 
 def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:

@@ -38,13 +38,18 @@ and the tile is read from %buf: a wgmma operand directly (the buffer replaces th
 accelerate_matmul staged the load into: same layout), anything else through `ttg.local_load`.
 Each use initialises its own barrier and waits for phase 0, so no phase is carried across
 iterations. A store goes to shared memory (`ttg.local_alloc %tile`), `ttng.fence_async_shared`,
-`ttng.async_tma_copy_local_to_global`, `ttng.async_tma_store_wait {pendings = 0}`.
+`ttng.async_tma_copy_local_to_global`, `ttng.async_tma_store_wait {pendings = 0}`. In a loop
+that holds no dot itself (tutorial 09's tile loop: `store_loop`), the store stays in flight into
+the next iteration, as in Triton: its buffer is allocated once above the loop, and each
+iteration waits for the previous copy's read (`async_tma_store_wait {pendings = 0}`) before it
+writes the buffer (`ttg.local_store`), fences and copies; after the loop, the last read.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -146,7 +151,9 @@ def shared_type(op) -> ttg.MemDescType:
     return ttg.MemDescType(t.get_shape(), t.element_type, encoding, mutable=True)
 
 
-def run(module: ModuleOp) -> Rewrites:
+def run(module: ModuleOp, shared_limit: int | None = None) -> Rewrites:
+    """`shared_limit`: bytes of shared memory a program may use; a store stays in flight across
+    its loop only where its buffer fits beside everything the loop allocates."""
     rewrites = Rewrites()
     maps_before = _built_maps(module)
     for func in [op for op in module.ops if isinstance(op, tt.FuncOp)]:
@@ -158,10 +165,16 @@ def run(module: ModuleOp) -> Rewrites:
                 lower_descriptors.lower(op)
                 rewrites.note("plain")
                 continue
+            loop = store_loop(op) if isinstance(op, tt.DescriptorStoreOp) else None
+            if loop is not None and not _fits_beside(loop, tile_bytes(op), shared_limit):
+                loop = None
             desc = tensor_map(op)
             if isinstance(op, tt.DescriptorLoadOp):
                 _load(op, desc)
                 rewrites.note("tma-load")
+            elif loop is not None:
+                _store_in_flight(op, desc, loop)
+                rewrites.note("tma-store-in-flight")
             else:
                 _store(op, desc)
                 rewrites.note("tma-store")
@@ -388,11 +401,78 @@ def staging(op: tt.DescriptorLoadOp) -> Staging | None:
         value = user.result
 
 
-def _store(op: tt.DescriptorStoreOp, desc: SSAValue) -> None:
-    buf_type = shared_type(op)
+def store_loop(op: tt.DescriptorStoreOp) -> scf.ForOp | None:
+    """The loop a TMA store stays in flight across: its innermost enclosing `scf.for`, where
+    that loop holds no dot itself (tutorial 09's tile loop, not a fused nest's loop, whose rings
+    and epilogue buffers already fill shared memory) and the store's map is usable before it.
+    Its buffer is allocated once above the loop, and the wait for the copy's read of it moves
+    to the next write of the buffer, so the store of one tile overlaps the next tile's loop, as
+    in Triton."""
+    loop = op.parent_op()
+    while loop is not None and not isinstance(loop, (scf.ForOp, tt.FuncOp)):
+        loop = loop.parent_op()
+    if not isinstance(loop, scf.ForOp) or not defined_outside(op, loop):
+        return None
+    if any(isinstance(o, (tt.DotOp, ttng.WarpGroupDotOp)) for o in loop.body.block.ops):
+        return None
+    return loop
+
+
+def stores_in_flight_bytes(loop: scf.ForOp) -> int:
+    """Shared bytes held across `loop` by the buffers of TMA stores kept in flight around it:
+    what the pipeliner leaves beside its rings."""
+    total = 0
+    for op in _function(loop).walk():
+        if isinstance(op, tt.DescriptorStoreOp) and not why_not(op):
+            outer = store_loop(op)
+            if outer is not None and outer is not loop and outer.is_ancestor(loop):
+                total += tile_bytes(op)
+    return total
+
+
+def _fits_beside(loop: scf.ForOp, nbytes: int, shared_limit: int | None) -> bool:
+    """Whether `nbytes` fit beside every buffer allocated in `loop` (as if all were live)."""
+    if shared_limit is None:
+        return True
+    allocated = sum(_memdesc_bytes(op.result.type) for op in loop.walk() if isinstance(op, ttg.LocalAllocOp))
+    return allocated + nbytes <= shared_limit
+
+
+def _memdesc_bytes(t: ttg.MemDescType) -> int:
+    n = t.element_type.bitwidth // 8
+    for size in t.get_shape():
+        n *= size
+    return n
+
+
+def _store_in_flight(op: tt.DescriptorStoreOp, desc: SSAValue, loop: scf.ForOp) -> None:
+    """The buffer above `loop`; at the store: wait for the previous copy's read, write, fence,
+    copy; after the loop, wait for the last read and free the buffer."""
+    buf = ttg.LocalAllocOp(shared_type(op))
+    buf.location = op.location
+    Rewriter.insert_op(buf, InsertPoint.before(loop))
+    new = [
+        ttng.AsyncTMAStoreWaitOp(0), ttg.LocalStoreOp(_written_value(op), buf.result),
+        ttng.FenceAsyncSharedOp(), ttng.AsyncTMACopyLocalToGlobalOp(desc, op.offsets, buf.result),
+    ]  # fmt: skip
+    after = [ttng.AsyncTMAStoreWaitOp(0), ttg.LocalDeallocOp(buf.result)]
+    for o in (*new, *after):
+        o.location = op.location
+    Rewriter.insert_op(new, InsertPoint.before(op))
+    Rewriter.insert_op(after, InsertPoint.after(loop))
+    Rewriter.erase_op(op)
+
+
+def _written_value(op: tt.DescriptorStoreOp) -> SSAValue:
     value = op.value
     while isinstance(value.owner, ttg.ConvertLayoutOp):  # any layout can be written to shared
         value = value.owner.src
+    return value
+
+
+def _store(op: tt.DescriptorStoreOp, desc: SSAValue) -> None:
+    buf_type = shared_type(op)
+    value = _written_value(op)
     staged = ttg.LocalAllocOp(
         ttg.MemDescType(buf_type.get_shape(), buf_type.element_type, buf_type.encoding), value
     )

@@ -322,6 +322,8 @@ def test_persistent_descriptor_matmul_is_pipelined_tma_into_wgmma():
         "#mma = #ttg.nvidia_mma<{versionMajor = 3",
         "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 16}>",
         "#shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = 1, elementBitWidth = 16}>",
+        # C's buffer, once for all tiles: a tile's store stays in flight into the next tile
+        "ttg.local_alloc : () -> !ttg.memdesc<128x128xf16, #shared, #smem, mutable>",
         "scf.for",
         # 3 stages, refill first, the dot asynchronous: 4 slots, one barrier each
         "ttg.local_alloc : () -> !ttg.memdesc<4x128x64xf16, #shared, #smem, mutable>",
@@ -338,9 +340,14 @@ def test_persistent_descriptor_matmul_is_pipelined_tma_into_wgmma():
         "arith.xori",  # the phase flips when the read slot wraps
         "scf.yield",
         "ttng.inval_barrier", "ttng.inval_barrier", "ttng.inval_barrier", "ttng.inval_barrier",
-        re.compile(r"ttg.local_alloc %\w+ : \(tensor<128x128xf16, #mma>\)"),  # C straight from the accumulator
+        # the previous tile's store has read C's buffer; C straight from the accumulator
+        "ttng.async_tma_store_wait {pendings = 0 : i32}",
+        re.compile(r"ttg.local_store %\w+, %\w+ : tensor<128x128xf16, #mma>"),
         "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global",
+        # after the tile loop: the last store has read its buffer
+        "ttng.async_tma_store_wait {pendings = 0 : i32}", "ttg.local_dealloc", "tt.return",
     ])  # fmt: skip
+    assert "1× tma-store-in-flight" in record(ck, "tma").summary
     loop = ck.asm["ttgir"].split("scf.for")[2].split("scf.yield")[0]
     check_not(loop, ["ttg.async_copy_global_to_local", "ttg.local_load", "tt.load", "tt.trans"])
     ptx = ck.asm["ptx"]
@@ -348,6 +355,35 @@ def test_persistent_descriptor_matmul_is_pipelined_tma_into_wgmma():
     # A's and B's tiles are one 128-byte panel each: two TMA copies per issue (2 + 1 sites)
     assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 2 * 3
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+def test_a_store_in_flight_leaves_the_wide_tiles_triton_s_ring():
+    """128x256x64 on 8 warps: four 48 KB slots and C's 64 KB buffer would pass Hopper's 227 KB,
+    so the refill waits for the previous dot and reuses its slot (3 slots, still 3 stages, as
+    Triton's ring); the next tile's threads write C's buffer only after thread 0 saw the last
+    store read it and a barrier told them so."""
+    ck = compile_matmul(bn=256, warps=8)
+    assert "ring-of-stages-beside-a-store-in-flight" in record(ck, "pipeline").summary
+    check(ck.asm["ttgir"], [
+        "ttg.local_alloc : () -> !ttg.memdesc<128x256xf16, #shared, #smem, mutable>", "scf.for",
+        "ttg.local_alloc : () -> !ttg.memdesc<3x128x64xf16, #shared, #smem, mutable>",
+        "ttg.local_alloc : () -> !ttg.memdesc<3x64x256xf16, #shared1, #smem, mutable>",
+        "ttng.warp_group_dot", "ttng.warp_group_dot_wait", "pendings = 1",
+        "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local",  # the refill behind the wait
+        "scf.yield", "ttng.async_tma_store_wait {pendings = 0 : i32}", "ttg.local_store",
+    ])  # fmt: skip
+    ptx = ck.asm["ptx"]
+    waits = [m.start() for m in re.finditer(r"cp.async.bulk.wait_group.read 0", ptx)]
+    first_write = ptx.index("st.shared", waits[0])
+    assert "bar.sync" in ptx[waits[0]:first_write]
+    assert ck.metadata["shared"] <= 227 * 1024 and ck.metadata["spills"] == 0
+
+
+def test_a_store_outside_any_loop_waits_for_its_read_at_once():
+    ck = compiled(scale_tiles_kernel, descriptors((64, 64), [32, 64]), {"BM": 32, "BN": 64})
+    assert "tma-store-in-flight" not in record(ck, "tma").summary
+    check(ck.asm["ttgir"], [re.compile(r"ttg.local_alloc %\w+"), "ttng.async_tma_copy_local_to_global",
+                            "ttng.async_tma_store_wait {pendings = 0 : i32}", "tt.return"])  # fmt: skip
 
 
 def test_persistent_descriptor_matmul_is_fused_and_pipelined_tma_into_wgmma():

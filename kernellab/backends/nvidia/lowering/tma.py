@@ -170,6 +170,19 @@ def _copy_out(ctx, op: ttng.AsyncTMACopyLocalToGlobalOp) -> None:
 def _store_wait(ctx, op: ttng.AsyncTMAStoreWaitOp) -> None:
     text = f"cp.async.bulk.wait_group.read {op.pendings.value.data};"
     ctx.asm(VOID, _one_thread(text), "r", [_leader(ctx)])
+    # only thread 0 knows the copies' reads are done: a write to their buffers (the next tile's,
+    # where the store stays in flight across a loop) must come after a barrier behind this wait
+    for iv in _bulk_store_sources(ctx):
+        ctx.barriers.read_asynchronously(iv)
+
+
+def _bulk_store_sources(ctx) -> list[Interval]:
+    """The buffers the function's TMA stores read."""
+    out = []
+    for op in ctx.func_op.walk():
+        if isinstance(op, ttng.AsyncTMACopyLocalToGlobalOp) and buffer_interval(ctx, op.src) not in out:
+            out.append(buffer_interval(ctx, op.src))
+    return out
 
 
 SCRATCH_PARAM = "global_scratch"  # the hidden kernel parameter of a kernel that builds maps
