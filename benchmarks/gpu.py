@@ -33,7 +33,9 @@ Measures (see benchmarks/README.md for what each figure means):
              synchronize at the end, microseconds per launch
 
 Kernel times are CUDA-event medians of at least 20 runs after warm-up, each run preceded by
-zeroing a 256 MB buffer so L2 starts cold. Every kernellab result is checked against torch before
+zeroing a 256 MB buffer so L2 starts cold; where two compilers' kernels meet in the persistent
+softmax and attention, each is timed in ROUNDS interleaved rounds and its median round kept (a
+GPU's clock drifts between measurements taken apart). Every kernellab result is checked against torch before
 it is timed; a wrong result is reported as WRONG, and any failure in one measurement is printed
 and leaves the others running. The table comes last; results go to
 benchmarks/results/<device>-<date>.json (and $OUT/ when OUT is set).
@@ -114,6 +116,7 @@ COPY_ELEMENTS = 2**28
 LAUNCH_ELEMENTS, LAUNCHES, LAUNCH_TRIALS = 256, 5000, 5
 FLUSH_BYTES = 256 * 2**20
 MIN_REPS, MAX_REPS, REP_MS = 20, 2000, 100.0
+ROUNDS = 3  # interleaved rounds where two compilers' kernels are compared (Timer.interleaved)
 
 
 def use_matmul_cases(text: str) -> None:
@@ -454,7 +457,7 @@ class Results:
         message = f"{type(exc).__name__}: {exc}".strip()
         first = message.splitlines()[0][:200] if message else type(exc).__name__
         print(f"  {section} | {case} | {provider}: ERROR {first}", flush=True)
-        traceback.print_exc(limit=6)
+        traceback.print_exception(type(exc), exc, exc.__traceback__, limit=6)
         return self.add(section, case, provider, None, "", note="ERROR: " + first)
 
     def row(self, section, case, provider) -> dict | None:
@@ -554,6 +557,53 @@ class Timer:
         times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
         q = lambda p: times[min(len(times) - 1, int(p * len(times)))]
         return statistics.median(times), {"reps": reps, "p20_ms": q(0.2), "p80_ms": q(0.8)}
+
+    def interleaved(self, fns: dict) -> dict:
+        """{name: (ms, stats)} of callables timed in ROUNDS interleaved rounds (a median_ms of
+        each per round, the order reversed every other round): a GPU's clock and temperature
+        drift, and a ratio of two figures taken minutes apart carries that drift. Each name's
+        median round; its stats list every round's median."""
+        rounds = {name: [] for name in fns}
+        order = list(fns)
+        for r in range(ROUNDS):
+            for name in order if r % 2 == 0 else order[::-1]:
+                rounds[name].append(self.median_ms(fns[name]))
+        out = {}
+        for name, runs in rounds.items():
+            ms, st = sorted(runs, key=lambda run: run[0])[len(runs) // 2]
+            out[name] = (ms, {**st, "rounds_ms": [round(m, 6) for m, _ in runs]})
+        return out
+
+
+def compare(results: Results, timer: Timer, section, case, unit, candidates: dict, value_of) -> None:
+    """Providers of one case timed against each other in interleaved rounds (Timer.interleaved).
+    `candidates`: {provider: prepare}, prepare() -> (launch, note), or (None, "WRONG: ...")
+    when its checked result is wrong; it may raise (recorded, the others still run).
+    `value_of(ms)` is the figure reported; rows come in the candidates' order."""
+    launches, outcome = {}, {}
+    for provider, prepare in candidates.items():
+        try:
+            launch, note = prepare()
+        except Unavailable as e:
+            outcome[provider] = (None, str(e), {})
+            continue
+        except Exception as e:
+            outcome[provider] = e
+            continue
+        outcome[provider] = (None, note, {})
+        if launch is not None:
+            launches[provider] = launch
+    try:
+        for provider, (ms, st) in timer.interleaved(launches).items():
+            outcome[provider] = (value_of(ms), outcome[provider][1], {"median_ms": ms, **st})
+    except Exception as e:
+        outcome.update({provider: e for provider in launches})
+    for provider, got in outcome.items():
+        if isinstance(got, Exception):
+            results.error(section, case, provider, got)
+        else:
+            value, note, extra = got
+            results.add(section, case, provider, value, unit, note, **extra)
 
 
 def gbps(nbytes: float, ms: float) -> float:
@@ -729,7 +779,7 @@ def softmax_persistent_case(results, torch, timer, n_cols):
         kernel[grid](y, x, x.stride(0), y.stride(0), rows, n_cols, BLOCK_SIZE=block,
                      num_stages=stages, num_warps=warps)  # fmt: skip
 
-    def kernellab_run():
+    def kernellab():
         y = torch.full_like(x, float("nan"))
         launch(softmax_persistent_kernel, y)
         torch.cuda.synchronize()
@@ -737,18 +787,16 @@ def softmax_persistent_case(results, torch, timer, n_cols):
         err = float(((y.double() - ref).abs() / (ref.abs() + 1e-30)).max())
         if not err <= 1e-4:
             return None, f"WRONG: max relative error {err:.3g}"
-        ms, st = timer.median_ms(lambda: launch(softmax_persistent_kernel, y))
-        note = f"BLOCK={block} warps={warps} stages={stages} programs={programs}"
-        return gbps(nbytes, ms), note, {"median_ms": ms, **st}
+        return lambda: launch(softmax_persistent_kernel, y), f"BLOCK={block} warps={warps} stages={stages} programs={programs}"
 
-    def triton_run():
+    def triton_():
         need_triton()
         y = torch.empty_like(x)
-        ms, st = timer.median_ms(lambda: launch(triton_softmax_persistent_kernel, y))
-        return gbps(nbytes, ms), "", {"median_ms": ms, **st}
+        launch(triton_softmax_persistent_kernel, y)
+        return lambda: launch(triton_softmax_persistent_kernel, y), ""
 
-    guarded(results, "softmax persistent", case, "kernellab", "GB/s", kernellab_run)
-    guarded(results, "softmax persistent", case, "triton", "GB/s", triton_run)
+    compare(results, timer, "softmax persistent", case, "GB/s", {"kernellab": kernellab, "triton": triton_},
+            lambda ms: gbps(nbytes, ms))  # fmt: skip
 
 
 # ‖C - ref‖ / ‖ref‖, fp16 output; int8 is exact (int32 output)
@@ -1127,28 +1175,26 @@ def attention_case(results, torch, timer, n_ctx, head_dim, causal):
                      h, n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
                      num_warps=warps, num_stages=stages)  # fmt: skip
 
-    def run(kernel):
+    def checked(kernel):
         out = torch.full_like(q, float("nan"))
         launch(kernel, out)
         torch.cuda.synchronize()
         err = float((out.float() - ref).norm() / ref.norm())
         if not err <= ATTENTION_TOLERANCE:
             return None, f"WRONG: relative error {err:.3g}"
-        ms, st = timer.median_ms(lambda: launch(kernel, out))
-        return flops / (ms * 1e-3) / 1e12, f"rel. error {err:.1e}", {"median_ms": ms, **st}
+        return lambda: launch(kernel, out), f"rel. error {err:.1e}"
 
-    def torch_run():
-        sdpa = torch.nn.functional.scaled_dot_product_attention
-        ms, st = timer.median_ms(lambda: sdpa(q, k, v, is_causal=causal))
-        return flops / (ms * 1e-3) / 1e12, "", {"median_ms": ms, **st}
+    def sdpa():
+        attend = torch.nn.functional.scaled_dot_product_attention
+        return lambda: attend(q, k, v, is_causal=causal), ""
 
-    def triton_run():
+    def triton_():
         need_triton()
-        return run(triton_attention_fwd_kernel)
+        return checked(triton_attention_fwd_kernel)
 
-    guarded(results, "attention", case, "kernellab", "TFLOP/s", lambda: run(attention_fwd_kernel))
-    guarded(results, "attention", case, "torch sdpa", "TFLOP/s", torch_run)
-    guarded(results, "attention", case, "triton", "TFLOP/s", triton_run)
+    compare(results, timer, "attention", case, "TFLOP/s",
+            {"kernellab": lambda: checked(attention_fwd_kernel), "torch sdpa": sdpa, "triton": triton_},
+            lambda ms: flops / (ms * 1e-3) / 1e12)  # fmt: skip
 
 
 def bench_matmul_compile(results, target: str):
@@ -1648,7 +1694,7 @@ SECTION_SECONDS = {
     "matmul descriptor": 240,
     "matmul sustained": 480,
     "matmul compile": 60,
-    "attention": 300,
+    "attention": 420,
     "warm launch": 60,
     "compile": 150,
 }
