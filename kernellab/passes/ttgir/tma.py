@@ -326,7 +326,11 @@ def barrier_type(slots: int = 0) -> ttg.MemDescType:
 
 
 def tile_bytes(op) -> int:
-    t = _tile_type(op)
+    return _bytes(_tile_type(op))
+
+
+def _bytes(t) -> int:
+    """Bytes of a tensor or shared buffer type."""
     n = t.element_type.bitwidth // 8
     for size in t.get_shape():
         n *= size
@@ -434,15 +438,8 @@ def _fits_beside(loop: scf.ForOp, nbytes: int, shared_limit: int | None) -> bool
     """Whether `nbytes` fit beside every buffer allocated in `loop` (as if all were live)."""
     if shared_limit is None:
         return True
-    allocated = sum(_memdesc_bytes(op.result.type) for op in loop.walk() if isinstance(op, ttg.LocalAllocOp))
+    allocated = sum(_bytes(op.result.type) for op in loop.walk() if isinstance(op, ttg.LocalAllocOp))
     return allocated + nbytes <= shared_limit
-
-
-def _memdesc_bytes(t: ttg.MemDescType) -> int:
-    n = t.element_type.bitwidth // 8
-    for size in t.get_shape():
-        n *= size
-    return n
 
 
 def _store_in_flight(op: tt.DescriptorStoreOp, desc: SSAValue, loop: scf.ForOp) -> None:
