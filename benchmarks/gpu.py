@@ -77,6 +77,7 @@ from kernellab.examples import (
     softmax_kernel,
     softmax_persistent_kernel,
 )
+from kernellab.testing.gpu_state import GpuState
 
 # Triton is optional: imported here only, its kernels defined below when it imports.
 try:
@@ -992,40 +993,7 @@ MATMUL_SUSTAINED_CONFIGS["bf16"] = MATMUL_SUSTAINED_CONFIGS["fp16"]
 SUSTAIN_SECONDS, SUSTAIN_ROUNDS, SUSTAIN_PICK_SECONDS = 2.0, 3, 0.6
 
 
-class PowerMonitor:
-    """The SM clock and board power while a kernel runs back to back (nvidia-smi sampling every
-    50 ms): a card at its power limit lowers its clock, so a ratio of two kernels is only fair
-    when each ran at its own steady state. None where nvidia-smi is missing."""
-
-    def __enter__(self):
-        try:
-            self.proc = subprocess.Popen(
-                ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                 "-lms", "50", "-i", str(os.environ.get("CUDA_VISIBLE_DEVICES", "0")).split(",")[0]],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
-        except OSError:
-            self.proc = None
-        self.clock_mhz = self.power_w = None
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc is None:
-            return
-        self.proc.terminate()
-        out = self.proc.communicate()[0]
-        samples = []
-        for line in out.splitlines():
-            try:
-                samples.append([float(v) for v in line.split(",")])
-            except ValueError:
-                continue
-        samples = samples[len(samples) // 3:]  # past the ramp to the steady state
-        if samples:
-            self.clock_mhz = statistics.median(s[0] for s in samples)
-            self.power_w = statistics.median(s[1] for s in samples)
-
-
-def sustained_ms(torch, fn, seconds: float) -> tuple[float, PowerMonitor]:
+def sustained_ms(torch, fn, seconds: float) -> tuple[float, GpuState]:
     """Mean time of `fn` run back to back for `seconds` (after a warm-up of a third of that),
     and the clock and power meanwhile: the steady state a training loop sees."""
     end = time.perf_counter() + seconds / 3
@@ -1034,7 +1002,7 @@ def sustained_ms(torch, fn, seconds: float) -> tuple[float, PowerMonitor]:
         torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     runs = 0
-    with PowerMonitor() as monitor:
+    with GpuState() as monitor:
         start.record()
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:

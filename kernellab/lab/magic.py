@@ -217,10 +217,11 @@ class KernelMagics(Magics):
         "--bench",
         default=None,
         help='Time the kernel launch against a reference: "torch: x + y" '
-        "(label: expression), with kl.testing.do_bench; shows both and the ratio.",
+        "(label: expression), with kl.testing.do_bench_interleaved (three rounds, the order "
+        "reversed in the second); shows both, the ratio, and on a GPU its clock and power.",
     )
-    @argument("--warmup", type=float, default=25, help="--bench warm-up time in ms (default 25).")
-    @argument("--rep", type=float, default=100, help="--bench measuring time in ms (default 100).")
+    @argument("--warmup", type=float, default=25, help="--bench warm-up time in ms per round (default 25).")
+    @argument("--rep", type=float, default=100, help="--bench measuring time in ms per round (default 100).")
     @argument("-f", "--force", action="store_true", help="Compile again, bypassing the caches.")
     @argument(
         "-q",
@@ -522,9 +523,15 @@ class KernelMagics(Magics):
                 return fn
             return lambda: (fn(), sync())
 
-        ms_kernel = float(kl.testing.do_bench(timed(launch), warmup=args.warmup, rep=args.rep))
-        ms_ref = float(kl.testing.do_bench(timed(reference), warmup=args.warmup, rep=args.rep))
-        display(BenchResult(name, label, expr, ms_kernel, ms_ref, device))
+        fns = [timed(launch), timed(reference)]
+        if device == "GPU":  # its clock follows its power: say at which the two were timed
+            with kl.testing.GpuState() as state:
+                ms_kernel, ms_ref = kl.testing.do_bench_interleaved(fns, warmup=args.warmup, rep=args.rep)
+            conditions = state.describe()
+        else:
+            ms_kernel, ms_ref = kl.testing.do_bench_interleaved(fns, warmup=args.warmup, rep=args.rep)
+            conditions = ""
+        display(BenchResult(name, label, expr, ms_kernel, ms_ref, device, conditions))
 
 
 def _synchronize() -> None:
@@ -600,13 +607,16 @@ class _Message:
 
 
 class BenchResult:
-    """--bench's result: the kernel's and the reference's median time, and their ratio."""
+    """--bench's result: the kernel's and the reference's median time (timed in interleaved
+    rounds), their ratio, and on a GPU the clock and power they ran at (`conditions`)."""
 
     def __init__(
-        self, name: str, label: str, expr: str, ms_kernel: float, ms_reference: float, device: str
-    ):
+        self, name: str, label: str, expr: str, ms_kernel: float, ms_reference: float, device: str,
+        conditions: str = "",
+    ):  # fmt: skip
         self.name, self.label, self.expr = name, label, expr
         self.ms_kernel, self.ms_reference, self.device = ms_kernel, ms_reference, device
+        self.conditions = conditions
 
     @property
     def ratio(self) -> float:
@@ -628,8 +638,9 @@ class BenchResult:
                        f"not a GPU; the ratio ({self.ratio:.2f}×) says nothing about the kernel's speed")  # fmt: skip
         else:
             verdict = f"{self.name} runs at {faster}"
+        where = f"the {self.device}" + (f" at {self.conditions}" if self.conditions else "")
         text = (
-            f"bench on the {self.device}: {self.name} {self.ms_kernel:.4f} ms | {self.label} "
+            f"bench on {where}: {self.name} {self.ms_kernel:.4f} ms | {self.label} "
             f"({self.expr}) {self.ms_reference:.4f} ms | {verdict}"
         )
         cell = "padding:2px 12px 2px 0;text-align:right;font-family:monospace"
@@ -644,8 +655,9 @@ class BenchResult:
             )
 
         html = (
-            f'<div style="font-size:12px;margin:4px 0"><div style="color:#656d76">bench on the '
-            f'{escape(self.device)} (kl.testing.do_bench)</div><table style="border-collapse:collapse">'
+            f'<div style="font-size:12px;margin:4px 0"><div style="color:#656d76">bench on '
+            f'{escape(where)} (kl.testing.do_bench_interleaved: medians of 3 interleaved rounds)</div>'
+            '<table style="border-collapse:collapse">'
             f'<tr><td style="{left}"><b>{escape(self.name)}</b></td><td style="{cell}">{self.ms_kernel:.4f} ms</td><td>{bar(width_k, "#0969da")}</td></tr>'
             f'<tr><td style="{left}">{escape(self.label)}: <code>{escape(self.expr)}</code></td><td style="{cell}">{self.ms_reference:.4f} ms</td><td>{bar(width_r, "#8c959f")}</td></tr>'
             "</table>"

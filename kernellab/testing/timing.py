@@ -1,5 +1,6 @@
 """do_bench: Triton's timing scheme (CUDA events with a cold L2 on a GPU, the host clock
-otherwise) and the copy bandwidth it measures for rooflines. Results are in milliseconds."""
+otherwise), do_bench_interleaved for comparisons, and the copy bandwidth it measures for
+rooflines. Results are in milliseconds."""
 
 from __future__ import annotations
 
@@ -98,6 +99,20 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     return summarize(times, quantiles, return_mode)
 
 
+
+
+def do_bench_interleaved(fns, rounds: int = 3, warmup=25, rep=100, device=None) -> list[float]:
+    """Median times in ms of several callables compared with each other: each is timed with
+    do_bench (its median run) in `rounds` rounds, the order reversed every other round (A B, B A,
+    A B), and keeps its median round. A GPU's clock follows its temperature and power, so two
+    times taken one after the other compare two clocks as well as two kernels."""
+    fns = list(fns)
+    rounds_ms = [[] for _ in fns]
+    for r in range(max(1, rounds)):
+        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
+            rounds_ms[i].append(float(do_bench(fns[i], warmup=warmup, rep=rep, return_mode="median", device=device)))
+    return [statistics.median(ms) for ms in rounds_ms]
 
 
 _COPY_BANDWIDTH: dict[str, float] = {}
