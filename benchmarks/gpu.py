@@ -78,6 +78,7 @@ from kernellab.examples import (
     softmax_persistent_kernel,
 )
 from kernellab.testing.gpu_state import GpuState
+from kernellab.testing.timing import in_interleaved_rounds
 
 # Triton is optional: imported here only, its kernels defined below when it imports.
 try:
@@ -569,16 +570,11 @@ class Timer:
         figure is the mean of its runs between the 20th and 80th percentiles: CUDA events tick
         in about 0.5 µs steps, so the median of a 40 µs kernel moves in 1.5% steps while the
         central mean does not. Each name's median round; its stats list every round's figure."""
-        rounds = {name: [] for name in fns}
-        order = list(fns)
-        for r in range(ROUNDS):
-            for name in order if r % 2 == 0 else order[::-1]:
-                _, st = self.median_ms(fns[name])
-                rounds[name].append((st["central_mean_ms"], st))
+        rounds = in_interleaved_rounds([lambda fn=fn: self.median_ms(fn)[1] for fn in fns.values()], ROUNDS)
         out = {}
-        for name, runs in rounds.items():
-            ms, st = sorted(runs, key=lambda run: run[0])[len(runs) // 2]
-            out[name] = (ms, {**st, "rounds_ms": [round(m, 6) for m, _ in runs]})
+        for name, runs in zip(fns, rounds):
+            st = sorted(runs, key=lambda run: run["central_mean_ms"])[len(runs) // 2]
+            out[name] = (st["central_mean_ms"], {**st, "rounds_ms": [round(run["central_mean_ms"], 6) for run in runs]})
         return out
 
 
@@ -1096,16 +1092,17 @@ def matmul_sustained_case(results, torch, m, n, k, dtype):
                         note="WRONG or failed: " + "; ".join(notes))  # fmt: skip
         else:
             chosen[name] = best
-    rounds = {name: [] for name in chosen}
-    order = list(chosen)
-    for r in range(SUSTAIN_ROUNDS):
-        for name in order if r % 2 == 0 else order[::-1]:
-            ms, monitor = sustained_ms(torch, chosen[name][2], SUSTAIN_SECONDS)
-            rounds[name].append((ms, monitor.clock_mhz, monitor.power_w))
+
+    def measure(launch):
+        ms, state = sustained_ms(torch, launch, SUSTAIN_SECONDS)
+        return ms, state.clock_mhz, state.power_w
+
+    measured = in_interleaved_rounds([lambda best=best: measure(best[2]) for best in chosen.values()], SUSTAIN_ROUNDS)
+    rounds = dict(zip(chosen, measured))
     # a row for the tutorial kernel and one for the descriptor kernel, cuBLAS in both
     kernels = [case, case + " descriptor"][: 1 if dtype == "tf32" else 2]
     for name, runs in rounds.items():
-        ms, clock, power = sorted(runs)[len(runs) // 2]
+        ms, clock, power = sorted(runs, key=lambda run: run[0])[len(runs) // 2]
         config = chosen[name][1]
         where = "" if config is None else "{}x{}x{} g{} s{} w{}, ".format(*config)
         facts = f"{clock:.0f} MHz, {power:.0f} W" if clock is not None else "clock and power not read"

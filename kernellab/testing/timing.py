@@ -101,18 +101,27 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
 
 
 
+def in_interleaved_rounds(measures, rounds: int = 3) -> list[list]:
+    """Each of `measures` (callables returning one measurement) called once per round, in
+    `rounds` rounds whose order is reversed every other round (A B, B A, A B); returns each
+    one's measurements. A GPU's clock follows its temperature and power, so two times taken one
+    after the other compare two clocks as well as two kernels."""
+    measures = list(measures)
+    results = [[] for _ in measures]
+    for r in range(max(1, rounds)):
+        order = range(len(measures)) if r % 2 == 0 else reversed(range(len(measures)))
+        for i in order:
+            results[i].append(measures[i]())
+    return results
+
+
 def do_bench_interleaved(fns, rounds: int = 3, warmup=25, rep=100, device=None) -> list[float]:
     """Median times in ms of several callables compared with each other: each is timed with
-    do_bench (its median run) in `rounds` rounds, the order reversed every other round (A B, B A,
-    A B), and keeps its median round. A GPU's clock follows its temperature and power, so two
-    times taken one after the other compare two clocks as well as two kernels."""
-    fns = list(fns)
-    rounds_ms = [[] for _ in fns]
-    for r in range(max(1, rounds)):
-        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
-        for i in order:
-            rounds_ms[i].append(float(do_bench(fns[i], warmup=warmup, rep=rep, return_mode="median", device=device)))
-    return [statistics.median(ms) for ms in rounds_ms]
+    do_bench (its median run) in interleaved rounds (in_interleaved_rounds) and keeps its
+    median round."""
+    measures = [lambda fn=fn: float(do_bench(fn, warmup=warmup, rep=rep, return_mode="median", device=device))
+                for fn in fns]  # fmt: skip
+    return [statistics.median(ms) for ms in in_interleaved_rounds(measures, rounds)]
 
 
 _COPY_BANDWIDTH: dict[str, float] = {}
