@@ -137,6 +137,14 @@ def element_bytes(t: Attribute) -> int:
     return max(1, elem.bitwidth // 8)
 
 
+def tile_bytes(t: Attribute) -> int:
+    """Bytes of a tensor or shared-buffer (memdesc) type: its elements times its shape."""
+    n = element_bytes(t.element_type)
+    for size in t.get_shape():
+        n *= size
+    return n
+
+
 def order_from_contiguity(info: AxisInfo) -> list[int]:
     """Dims from most to least contiguous; ties keep the default order (last dim first)."""
     dims = list(reversed(range(info.rank)))

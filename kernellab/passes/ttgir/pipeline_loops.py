@@ -83,7 +83,7 @@ from kernellab.ir import arith, tt, ttg, ttng
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.structured import OpBuilder, reinitialized_for
 from kernellab.passes.ttgir import axis_info, tma
-from kernellab.passes.ttgir.axis_info import element_bytes
+from kernellab.passes.ttgir.axis_info import element_bytes, tile_bytes
 
 NAME = "pipeline"
 
@@ -107,7 +107,7 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
         plan = _plan(loop, analysis)
         if plan is None:
             continue
-        per_slot = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
+        per_slot = sum(tile_bytes(item.load.result.type) for item in plan.loads)
         reserved = tma.stores_in_flight_bytes(loop)
 
         def fits(stages: int, tight: bool) -> bool:
@@ -146,10 +146,7 @@ def ring_slots(module: ModuleOp) -> list[tuple[int, int]]:
     out = []
     for ring in rings:
         t = ring.type
-        per_stage = element_bytes(t.element_type)
-        for size in t.shape[1:]:
-            per_stage *= size
-        out.append((t.shape[0], per_stage))
+        out.append((t.shape[0], tile_bytes(t) // t.shape[0]))
     return out
 
 
@@ -381,14 +378,7 @@ def _copyable(load: tt.LoadOp, shared, analysis) -> bool:
     elif shared.max_phase > 1:
         elems = min(elems, shared.vec)
     nbytes = element_bytes(load.result.type)
-    return elems * nbytes >= MIN_COPY_BYTES and _tile_bytes(load.result.type) % 16 == 0
-
-
-def _tile_bytes(t) -> int:
-    n = element_bytes(t)
-    for size in t.get_shape():
-        n *= size
-    return n
+    return elems * nbytes >= MIN_COPY_BYTES and tile_bytes(load.result.type) % 16 == 0
 
 
 def _zero_other(load: tt.LoadOp) -> bool:
@@ -485,7 +475,7 @@ def _issue(b: OpBuilder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValu
     b.clone(plan.address_ops, env)
     if barriers is not None:
         bar = b.add(ttg.MemDescIndexOp(barriers, slot)).result
-        nbytes = sum(_tile_bytes(item.load.result.type) for item in plan.loads)
+        nbytes = sum(tile_bytes(item.load.result.type) for item in plan.loads)
         b.add(ttng.BarrierExpectOp(bar, nbytes, live))
         for item, ring in zip(plan.loads, rings):
             view = b.add(ttg.MemDescIndexOp(ring, slot)).result

@@ -326,15 +326,7 @@ def barrier_type(slots: int = 0) -> ttg.MemDescType:
 
 
 def tile_bytes(op) -> int:
-    return _bytes(_tile_type(op))
-
-
-def _bytes(t) -> int:
-    """Bytes of a tensor or shared buffer type."""
-    n = t.element_type.bitwidth // 8
-    for size in t.get_shape():
-        n *= size
-    return n
+    return axis_info.tile_bytes(_tile_type(op))
 
 
 def _load(op: tt.DescriptorLoadOp, desc: SSAValue) -> None:
@@ -438,7 +430,7 @@ def _fits_beside(loop: scf.ForOp, nbytes: int, shared_limit: int | None) -> bool
     """Whether `nbytes` fit beside every buffer allocated in `loop` (as if all were live)."""
     if shared_limit is None:
         return True
-    allocated = sum(_bytes(op.result.type) for op in loop.walk() if isinstance(op, ttg.LocalAllocOp))
+    allocated = sum(axis_info.tile_bytes(op.result.type) for op in loop.walk() if isinstance(op, ttg.LocalAllocOp))
     return allocated + nbytes <= shared_limit
 
 
