@@ -23,7 +23,7 @@ Measures (see benchmarks/README.md for what each figure means):
              bf16 at 4096 and 8192; TFLOP/s
   matmul sustained  the same matmuls at the card's steady state: an H200 at its 700 W limit runs
              large matmuls below its boost clock, so each contender (cuBLAS, both kernels for
-             both compilers, the faster of two configs) runs back to back for 2 s, in three
+             both compilers, the faster of two configs) runs back to back for 2 s, in four
              interleaved rounds, with the SM clock and board power read by nvidia-smi; tf32 at
              4096 too (the tutorial kernel, next to torch.matmul with tf32 allowed)
   matmul compile  kl.compile of the largest tutorial config (128x256x64, 8 warps, 3 stages)
@@ -35,8 +35,8 @@ Measures (see benchmarks/README.md for what each figure means):
 Kernel times are CUDA-event medians of at least 20 runs after warm-up, each run preceded by
 zeroing a 256 MB buffer so L2 starts cold; where two compilers' kernels meet in the persistent
 softmax and attention, each is timed in ROUNDS interleaved rounds, a round's figure the mean of
-its central 60% of runs (events tick in ~0.5 µs steps), and its median round kept (a GPU's clock
-drifts between measurements taken apart). Every kernellab result is checked against torch before
+its central 60% of runs (events tick in ~0.5 µs steps), and the median of its rounds kept (a
+GPU's clock drifts between measurements taken apart; an even count, see in_interleaved_rounds). Every kernellab result is checked against torch before
 it is timed; a wrong result is reported as WRONG, and any failure in one measurement is printed
 and leaves the others running. The table comes last; results go to
 benchmarks/results/<device>-<date>.json (and $OUT/ when OUT is set).
@@ -119,7 +119,7 @@ COPY_ELEMENTS = 2**28
 LAUNCH_ELEMENTS, LAUNCHES, LAUNCH_TRIALS = 256, 5000, 5
 FLUSH_BYTES = 256 * 2**20
 MIN_REPS, MAX_REPS, REP_MS = 20, 2000, 100.0
-ROUNDS = 3  # interleaved rounds where two compilers' kernels are compared (Timer.interleaved)
+ROUNDS = 4  # interleaved rounds (even: see in_interleaved_rounds) where two compilers' kernels are compared (Timer.interleaved)
 
 
 def use_matmul_cases(text: str) -> None:
@@ -569,12 +569,14 @@ class Timer:
         drift, and a ratio of two figures taken minutes apart carries that drift. A round's
         figure is the mean of its runs between the 20th and 80th percentiles: CUDA events tick
         in about 0.5 µs steps, so the median of a 40 µs kernel moves in 1.5% steps while the
-        central mean does not. Each name's median round; its stats list every round's figure."""
+        central mean does not. Each name's median over the rounds (of the figure and of each
+        stat); its stats list every round's figure."""
         rounds = in_interleaved_rounds([lambda fn=fn: self.median_ms(fn)[1] for fn in fns.values()], ROUNDS)
         out = {}
         for name, runs in zip(fns, rounds):
-            st = sorted(runs, key=lambda run: run["central_mean_ms"])[len(runs) // 2]
-            out[name] = (st["central_mean_ms"], {**st, "rounds_ms": [round(run["central_mean_ms"], 6) for run in runs]})
+            figures = [run["central_mean_ms"] for run in runs]
+            stats = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+            out[name] = (statistics.median(figures), {**stats, "rounds_ms": [round(ms, 6) for ms in figures]})
         return out
 
 
@@ -986,7 +988,7 @@ MATMUL_SUSTAINED_CASES += [(4096, 4096, 4096, "tf32")]
 MATMUL_SUSTAINED_CONFIGS = {"fp16": [(128, 256, 64, 8, 3, 8), (128, 256, 64, 8, 4, 8)],
                             "tf32": [(128, 256, 32, 8, 3, 8), (128, 128, 32, 8, 4, 4), (128, 256, 64, 8, 3, 8)]}  # fmt: skip
 MATMUL_SUSTAINED_CONFIGS["bf16"] = MATMUL_SUSTAINED_CONFIGS["fp16"]
-SUSTAIN_SECONDS, SUSTAIN_ROUNDS, SUSTAIN_PICK_SECONDS = 2.0, 3, 0.6
+SUSTAIN_SECONDS, SUSTAIN_ROUNDS, SUSTAIN_PICK_SECONDS = 2.0, 4, 0.6
 
 
 def sustained_ms(torch, fn, seconds: float) -> tuple[float, GpuState]:
@@ -1020,7 +1022,7 @@ def matmul_sustained_case(results, torch, m, n, k, dtype):
     """One shape at the card's steady state: cuBLAS, the tutorial matmul and tutorial 09's
     descriptor matmul (the same kernel texts for kernellab and Triton), each config checked,
     the faster of MATMUL_SUSTAINED_CONFIGS kept, then every contender run for SUSTAIN_SECONDS
-    in SUSTAIN_ROUNDS interleaved rounds (the order reversed each round): the median round."""
+    in SUSTAIN_ROUNDS interleaved rounds (the order reversed each round): the median of the rounds."""
     case = f"{m}x{n}x{k} {dtype}"
     torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
@@ -1102,7 +1104,8 @@ def matmul_sustained_case(results, torch, m, n, k, dtype):
     # a row for the tutorial kernel and one for the descriptor kernel, cuBLAS in both
     kernels = [case, case + " descriptor"][: 1 if dtype == "tf32" else 2]
     for name, runs in rounds.items():
-        ms, clock, power = sorted(runs, key=lambda run: run[0])[len(runs) // 2]
+        ms = statistics.median(t for t, _, _ in runs)
+        clock, power = (None, None) if runs[0][1] is None else (statistics.median(run[i] for run in runs) for i in (1, 2))
         config = chosen[name][1]
         where = "" if config is None else "{}x{}x{} g{} s{} w{}, ".format(*config)
         facts = f"{clock:.0f} MHz, {power:.0f} W" if clock is not None else "clock and power not read"

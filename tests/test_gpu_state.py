@@ -27,6 +27,21 @@ def test_interleaved_rounds_reverse_the_order_and_keep_each_median_round(monkeyp
     assert got == [3.0, 4.0]  # each one's median round
 
 
+def test_by_default_each_is_as_often_at_an_even_place_as_at_an_odd_one(monkeypatch):
+    """A GPU timed every second measurement of one kernel slower: with the default (even)
+    round count, a figure slowed at the even places of the sequence slows both alike."""
+    calls = []
+
+    def fake_do_bench(fn, warmup, rep, return_mode, device):
+        calls.append(fn())
+        return {"a": 10.0, "b": 12.0}[calls[-1]] + (1.0 if len(calls) % 2 else 0.0)
+
+    monkeypatch.setattr(timing, "do_bench", fake_do_bench)
+    a, b = testing.do_bench_interleaved([lambda: "a", lambda: "b"], warmup=1, rep=2)
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert (a, b) == (10.5, 12.5)  # each: two slowed rounds, two not
+
+
 def test_interleaved_rounds_on_the_host_time_each_callable():
     counts = [0, 0]
 

@@ -217,8 +217,8 @@ class KernelMagics(Magics):
         "--bench",
         default=None,
         help='Time the kernel launch against a reference: "torch: x + y" '
-        "(label: expression), with kl.testing.do_bench_interleaved (three rounds, the order "
-        "reversed in the second); shows both, the ratio, and on a GPU its clock and power.",
+        "(label: expression), with kl.testing.do_bench_interleaved (four rounds, the order "
+        "reversed every other round); shows both, the ratio, and on a GPU its clock and power.",
     )
     @argument("--warmup", type=float, default=25, help="--bench warm-up time in ms per round (default 25).")
     @argument("--rep", type=float, default=100, help="--bench measuring time in ms per round (default 100).")
@@ -656,7 +656,7 @@ class BenchResult:
 
         html = (
             f'<div style="font-size:12px;margin:4px 0"><div style="color:#656d76">bench on '
-            f'{escape(where)} (kl.testing.do_bench_interleaved: medians of 3 interleaved rounds)</div>'
+            f'{escape(where)} (kl.testing.do_bench_interleaved: medians of 4 interleaved rounds)</div>'
             '<table style="border-collapse:collapse">'
             f'<tr><td style="{left}"><b>{escape(self.name)}</b></td><td style="{cell}">{self.ms_kernel:.4f} ms</td><td>{bar(width_k, "#0969da")}</td></tr>'
             f'<tr><td style="{left}">{escape(self.label)}: <code>{escape(self.expr)}</code></td><td style="{cell}">{self.ms_reference:.4f} ms</td><td>{bar(width_r, "#8c959f")}</td></tr>'

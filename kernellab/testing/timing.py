@@ -101,11 +101,15 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
 
 
 
-def in_interleaved_rounds(measures, rounds: int = 3) -> list[list]:
+def in_interleaved_rounds(measures, rounds: int = 4) -> list[list]:
     """Each of `measures` (callables returning one measurement) called once per round, in
-    `rounds` rounds whose order is reversed every other round (A B, B A, A B); returns each
+    `rounds` rounds whose order is reversed every other round (A B, B A, A B, B A); returns each
     one's measurements. A GPU's clock follows its temperature and power, so two times taken one
-    after the other compare two clocks as well as two kernels."""
+    after the other compare two clocks as well as two kernels. Keep `rounds` even: then each
+    measure is first in a round as often as last, and as often at an even place in the whole
+    sequence as at an odd one (an H200 timed the persistent softmax about 4% slower at the even
+    places of a run of measurements, whichever kernel it was, and with three rounds the measure
+    listed first had two slow rounds of three)."""
     measures = list(measures)
     results = [[] for _ in measures]
     for r in range(max(1, rounds)):
@@ -115,10 +119,10 @@ def in_interleaved_rounds(measures, rounds: int = 3) -> list[list]:
     return results
 
 
-def do_bench_interleaved(fns, rounds: int = 3, warmup=25, rep=100, device=None) -> list[float]:
+def do_bench_interleaved(fns, rounds: int = 4, warmup=25, rep=100, device=None) -> list[float]:
     """Median times in ms of several callables compared with each other: each is timed with
-    do_bench (its median run) in interleaved rounds (in_interleaved_rounds) and keeps its
-    median round."""
+    do_bench (its median run) in interleaved rounds (in_interleaved_rounds) and keeps the
+    median of its rounds."""
     measures = [lambda fn=fn: float(do_bench(fn, warmup=warmup, rep=rep, return_mode="median", device=device))
                 for fn in fns]  # fmt: skip
     return [statistics.median(ms) for ms in in_interleaved_rounds(measures, rounds)]
