@@ -20,10 +20,12 @@ The rewrite, for S stages (Triton's shape):
   - each pipelined load gets a ring of slots, one `ttg.local_alloc` with a leading dim (the
     shared layout of the local_alloc it fed, or unswizzled in the load's order when it fed
     registers): S-1 slots in a plain loop; S in a loop with a dot, whose refill comes first
-    (below) and so writes the slot the previous iteration read; S+1 when the loop's last dot
+    (below) and so writes the slot the previous iteration read; S+1 when the loop's only dot
     is an asynchronous warp-group dot, since the previous iteration's dot may still be reading
-    (alone in the loop it waits for its predecessor right after issuing; behind other dots,
-    as attention's P·V, it stays in flight until the next iteration's first dot has issued);
+    (it waits for its predecessor right after issuing). Behind other dots, as attention's
+    P·V, the asynchronous dot stays in flight until the next iteration's first dot, whose
+    wait drains it before the refill, so S slots do (as Triton's; a slot more would cost a
+    program per SM where shared memory sets the occupancy);
   - the prologue issues the copies of iterations 0..S-2 (`ttg.async_copy_global_to_local` into
     slot i, masked by `i < trip count`), each iteration's copies one commit group;
   - iteration k starts with `ttg.async_wait {num = S-2}` (its own group has landed; the
@@ -633,7 +635,7 @@ def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
     fused loop nest): its layout conversion's scratch is live beside the rings, so the refill
     waits for the previous dot instead (see `_async_dot`); and except where a TMA store's
     buffer stays live across the loop (`tight`), for the same reason."""
-    extra = async_dot is not None and not async_dot.waits_before_refill
+    extra = async_dot is not None and not async_dot.waits_before_refill and not async_dot.drained_before_refill
     return stages - 1 + _refills_first(body) + extra
 
 
@@ -652,6 +654,17 @@ class _AsyncDot:
     yielded: SSAValue | None = None  # what the yield carries: the dot's result, its wait, or an epilogue's result
     epilogue: bool = False  # its result goes through a branch of the loop (a fused nest's epilogue)
     tight: bool = False  # the rings share shared memory with a TMA store kept in flight
+    behind_other_dots: bool = False  # attention's P·V after Q·Kᵀ
+
+    @property
+    def drained_before_refill(self) -> bool:
+        """Behind other dots, the previous iteration's dot is done before the refill: the first
+        dot's own wait drains it (`_make_async`), the refill comes after this dot's issue, and
+        the lowering's barrier before the refill (the dots' reads of the rings are pending)
+        orders every warp's wait before any copy. So the refill may take the slot that dot
+        read, and the rings need no slot beyond Triton's: a slot more would cost attention a
+        program per SM (128x128 tiles on 4 warps: 2 programs of 112 KB, or 1 of 144 KB)."""
+        return self.behind_other_dots
 
     @property
     def waits_before_refill(self) -> bool:
@@ -680,7 +693,7 @@ def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
         return None
     uses = list(dot.d.uses)
     if len(uses) == 1 and uses[0].operation is body.last_op:
-        return _AsyncDot(dot)
+        return _AsyncDot(dot, behind_other_dots=len(dots) > 1)
     # a fused nest's epilogue: the result is read in an scf.if of the body (a tile's last K
     # step), which waits for the dot, and carried through it into the next iteration's C
     if len(dots) > 1 or not _is_iter_arg(dot.c, body):  # C read nowhere else while in flight

@@ -180,12 +180,15 @@ def test_attentions_p_v_dot_stays_in_flight_into_the_next_iteration(head_dim, ca
     assert "ttng.warp_group_dot_wait" in after_qk and "pendings = 0" in after_qk
     # ...and that wait is no instruction of its own: Q·Kᵀ's `wait_group 0` has drained P·V
     assert ptx.split("$L__BB0_2")[1].split("$L__BB0_3")[0].count("wgmma.wait_group") == 1
-    # rings of S+1 slots: the refill must not overwrite the V tile the running P·V reads
-    assert re.search(r"ttg\.local_alloc : \(\) -> !ttg\.memdesc<4x64x" + str(head_dim), ttgir)
+    # rings of S slots, as Triton's: the refill takes the slot the previous iteration read,
+    # whose P·V Q·Kᵀ's wait has drained, never the one the running P·V reads
+    assert re.search(r"ttg\.local_alloc : \(\) -> !ttg\.memdesc<3x64x" + str(head_dim), ttgir)
     body = ptx.split("wgmma.commit_group")[2].split("$L__BB0_3")[0]  # P·V's commit to the loop's end
     assert "wgmma.wait_group" not in body and "bra" in body
-    # the refill's copies overlap the running P·V, not Q·Kᵀ's issue
+    # the refill's copies overlap the running P·V, not Q·Kᵀ's issue, behind a barrier: every
+    # warp has drained its previous P·V before any copy overwrites that slot
     assert "cp.async.cg.shared.global" in body
+    assert "bar.sync" in body.split("cp.async.cg.shared.global")[0]
     assert "cp.async.cg" not in ptx.split("$L__BB0_2")[1].split("wgmma.mma_async")[0]
     # P·V's A registers are packed before its wgmma.fence: none is written between its
     # instructions (ptxas would wait for the earlier ones first, its warning C7519)
