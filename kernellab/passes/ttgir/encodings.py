@@ -57,16 +57,24 @@ def blocked_for(
 def transposing_blocked(shape: Sequence[int], k_dim: int, num_warps: int) -> ttg.BlockedEncodingAttr:
     """A 2-D tile read MN-major (dim 1 - k_dim contiguous in global memory) and written
     K-major into an NVMMA buffer of 32-bit elements: one element per thread and access, each
-    warp 4 along K by 8 along MN. One access then reads 4 whole 32-byte sectors and writes
-    32 different banks: 4 consecutive K (one 16-byte chunk) of 8 consecutive lines, whose
-    chunks the swizzle (line mod 8, or its 64/32-byte variants) puts on 8 different
-    bank groups. Warps go along K as far as it reaches, then along MN: a thread's elements
-    along MN are then 8 apart, so several share one run of contiguous addresses, whose first
-    pointer the copies offset by constants (fewer pointers live across the loop)."""
+    warp 2 along K by 16 along MN. One access then reads 2 lines of 64 contiguous bytes and
+    writes 16 different banks twice (2 consecutive K of 16 consecutive lines, whose chunks the
+    swizzle puts on 8 bank groups): a 2-way conflict, taken for half the lines of the
+    conflict-free 4 x 8 (4 lines of 32 bytes), since the copies' global side is what they wait
+    on: on an H200 (2026-11-28, tf32 4096^3, B row-major) 4 x 8 gave 219-221 TFLOP/s with
+    128x256x32 tiles and 177 with 128x128x32 on 4 warps, 2 x 16 235-242 and 197-198 (1 x 32,
+    one line and 4-way: 224-225 and 174-175). Warps go along K as far as it reaches, then along
+    MN: a thread's elements along MN are then 16 apart, so several share one run of contiguous
+    addresses, whose first pointer the copies offset by constants. A thread copying more than
+    32 elements of the tile keeps 4 x 8, whose runs span half the rows: 2 x 16 left it twice the
+    pointers across the loop, which spilled beside 128 accumulators (128x256x64 on 8 warps,
+    180-182 TFLOP/s against 188-191)."""
     mn_dim = 1 - k_dim
+    per_thread = shape[0] * shape[1] // (32 * num_warps)
+    lanes_k = 2 if per_thread <= 32 else 4
     lanes, warps = [1, 1], [1, 1]
-    lanes[k_dim], lanes[mn_dim] = 4, 8
-    warps[k_dim] = max(1, min(num_warps, shape[k_dim] // 4))
+    lanes[k_dim], lanes[mn_dim] = lanes_k, 32 // lanes_k
+    warps[k_dim] = max(1, min(num_warps, shape[k_dim] // lanes_k))
     warps[mn_dim] = num_warps // warps[k_dim]
     return ttg.BlockedEncodingAttr([1, 1], lanes, warps, [mn_dim, k_dim])
 

@@ -180,8 +180,8 @@ def _staged_contiguous_dim(value: SSAValue, op_idx: int) -> int:
 def _transposing_load(value: SSAValue, op_idx: int, num_warps: int) -> SSAValue:
     """The operand as its buffer should receive it. A tile loaded MN-major into a K-major
     buffer (tf32) is written one element per thread and instruction (4-byte copies); its load
-    is put in `transposing_blocked` so that each warp's 32 elements land in 32 different banks
-    and read 4 whole 32-byte sectors."""
+    is put in `transposing_blocked`, which weighs the copies' global lines against their bank
+    conflicts."""
     owner = value.owner
     k_dim = 1 - op_idx
     if _staged_contiguous_dim(value, op_idx) == _contiguous_dim(value) or not isinstance(owner, tt.LoadOp):

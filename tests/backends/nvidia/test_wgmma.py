@@ -318,13 +318,13 @@ TF32_SIGNATURE = "*fp32,*fp32,*fp16,i32,i32,i32,i32,i32,i32"
 
 def test_tf32_tutorial_matmul_is_wgmma_k8_with_b_transposed_into_a_k_major_ring():
     """wgmma reads tf32 operands K-major only: the row-major B (N contiguous) gets a K-major
-    NVMMA ring (transposed = 1), filled by 4-byte copies from a load layout of 4 (K) x 8 (N)
+    NVMMA ring (transposed = 1), filled by 4-byte copies from a load layout of 2 (K) x 16 (N)
     lanes; A stays K-major with 16-byte copies. wgmma takes the fp32 bits as tf32 itself (it
     ignores the low 13 mantissa bits): no cvt.rna as on mma.sync."""
     ck = compile_matmul(128, 128, 32, 4, 3, signature=TF32_SIGNATURE)
     ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
     check(ttgir, [
-        "#blocked = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>",
+        "#blocked = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>",
         "#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 8]}>",
         "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 32}>",
         "#shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = 1, elementBitWidth = 32}>",
@@ -358,21 +358,36 @@ def test_tf32_tutorial_configs_assemble_for_sm_90a_with_wgmma(config):
 
 @pytest.mark.parametrize("k_swizzle", [(32, 128), (16, 64), (8, 32)], ids=str)
 @pytest.mark.parametrize("warps", [4, 8])
-def test_the_transposing_load_layout_writes_every_bank_once_per_access(k_swizzle, warps):
-    """Each 4-byte copy of a warp into the K-major NVMMA buffer (every swizzle width) touches
-    32 different banks: the layout the pass gives the load, checked with the lab's bank model."""
+def test_the_transposing_load_layout_reads_two_lines_and_writes_two_ways_per_access(k_swizzle, warps):
+    """Each 4-byte copy of a warp into the K-major NVMMA buffer (every swizzle width) reads 2
+    rows of 64 contiguous bytes and writes 16 banks twice: the layout the pass gives the load,
+    checked with the lab's bank model."""
     from kernellab.layouts import from_encoding
     from kernellab.layouts.banks import analyze
     from kernellab.passes.ttgir.encodings import transposing_blocked
 
     k, swizzle = k_swizzle
     shape = [k, 128]  # B: K x N, N contiguous in global memory
-    reg = from_encoding(transposing_blocked(shape, 0, warps), shape)
+    encoding = transposing_blocked(shape, 0, warps)
+    assert list(encoding.threads_per_warp) == [2, 16]  # a warp: 2 rows of 16 consecutive N
+    reg = from_encoding(encoding, shape)
     access = analyze(reg, nvmma_shared(swizzle, 32, True, shape), 4)
-    assert access.vec == 1 and access.max_ways == 1
+    assert access.vec == 1 and access.max_ways == 2
     shape_a = [128, k]  # A stored M-major (K x M viewed as M x K): the same, K on dim 1
     reg_a = from_encoding(transposing_blocked(shape_a, 1, warps), shape_a)
-    assert analyze(reg_a, nvmma_shared(swizzle, 32, False, shape_a), 4).max_ways == 1
+    assert analyze(reg_a, nvmma_shared(swizzle, 32, False, shape_a), 4).max_ways == 2
+
+
+def test_a_thread_copying_more_than_32_elements_keeps_the_conflict_free_4_by_8():
+    """Its runs span half the rows: fewer pointers beside 128 accumulators (no spill)."""
+    from kernellab.layouts import from_encoding
+    from kernellab.layouts.banks import analyze
+    from kernellab.passes.ttgir.encodings import transposing_blocked
+
+    shape = [64, 256]  # B of 128x256x64 on 8 warps: 64 elements per thread
+    encoding = transposing_blocked(shape, 0, 8)
+    assert list(encoding.threads_per_warp) == [4, 8]
+    assert analyze(from_encoding(encoding, shape), nvmma_shared(128, 32, True, shape), 4).max_ways == 1
 
 
 def test_tf32x3_and_ieee_dots_stay_off_wgmma_and_say_why():
