@@ -123,8 +123,9 @@ ROUNDS = 4  # interleaved rounds (even: see in_interleaved_rounds) where two com
 
 
 def use_matmul_cases(text: str) -> None:
-    """--matmul-cases: 'MxNxK:dtype,...' replaces MATMUL_CASES."""
-    global MATMUL_CASES
+    """--matmul-cases: 'MxNxK:dtype,...' replaces MATMUL_CASES, and the sustained section's
+    cases with those of them it runs (fp16, bf16, tf32)."""
+    global MATMUL_CASES, MATMUL_SUSTAINED_CASES
     cases = []
     for item in text.split(","):
         shape, _, dtype = item.strip().partition(":")
@@ -133,6 +134,7 @@ def use_matmul_cases(text: str) -> None:
             raise SystemExit(f"--matmul-cases: dtype {dtype!r} is not one of {', '.join(MATMUL_TOLERANCE)}")
         cases.append((m, n, k, dtype))
     MATMUL_CASES = cases
+    MATMUL_SUSTAINED_CASES = [case for case in cases if case[3] in MATMUL_SUSTAINED_CONFIGS]
 
 
 def use_quick_sizes() -> None:
@@ -1770,7 +1772,8 @@ def main(argv=None) -> int:
         "--quick", action="store_true", help="small sizes: a fast smoke run of every path"
     )
     parser.add_argument("--matmul-cases", default=None,
-                        help="matmul shapes instead of the default table, e.g. 4096x4096x4096:fp16,16x8192x8192:bf16")  # fmt: skip
+                        help="matmul shapes instead of the default table (the sustained section runs those it "
+                             "knows), e.g. 4096x4096x4096:fp16,16x8192x8192:bf16")  # fmt: skip
     parser.add_argument("--section", default=None, help=argparse.SUPPRESS)  # internal: one section
     parser.add_argument("--rows-out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
