@@ -8,8 +8,9 @@ import os
 import stat
 import time
 
+import pytest
+
 from kernellab import testing
-from kernellab.lab.magic import BenchResult
 from kernellab.testing import gpu_state, timing
 
 
@@ -94,6 +95,9 @@ def test_below_the_limit_no_claim_and_without_nvidia_smi_nothing(tmp_path, monke
 
 
 def test_a_gpu_bench_result_says_at_which_clock_and_power_it_ran():
+    pytest.importorskip("IPython")  # the lab's magic needs it; the device has no Jupyter
+    from kernellab.lab.magic import BenchResult
+
     bench = BenchResult("k", "torch", "x + y", 2.0, 1.0, "GPU", "1455 MHz, 690 of 700 W (at its power limit)")
     shown = bench._repr_mimebundle_()
     assert shown["text/plain"].startswith("bench on the GPU at 1455 MHz, 690 of 700 W (at its power limit): k 2.0000 ms")

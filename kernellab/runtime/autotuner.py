@@ -223,11 +223,15 @@ class Autotuner(KernelInterface):
         return self.base.binder.names
 
     def _tuning_key(self, named: dict) -> tuple:
+        """The `key` arguments' values and the dtypes of the arrays, those inside tuple and
+        descriptor arguments too: an fp8 and an fp16 TensorDescriptor of one shape need
+        different configs (the fp16 one may not fit the fp8 one's tiles)."""
         key = [named.get(name) for name in self.key]
         for value in named.values():
-            array = writable_array(value)
-            if array is not None:
-                key.append(str(array.dtype))
+            for leaf in flatten_argument(value)[1] if is_structured(value) else [value]:
+                array = writable_array(leaf)
+                if array is not None:
+                    key.append(str(array.dtype))
         return tuple(key)
 
     def _prune(self, named: dict, kwargs: dict) -> list[Config]:

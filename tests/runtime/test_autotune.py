@@ -158,6 +158,26 @@ def test_pre_hooks_run_before_each_config_compiles():
     assert set(kernel.configs_timings) == set(configs) and dst.block_shape == (kernel.best_config.kwargs["BLOCK"],)
 
 
+def test_a_descriptor_arguments_dtype_is_part_of_the_key():
+    """An fp16 and an fp32 descriptor of one shape tune apart: on a GPU the fp32 tiles may not
+    fit the fp16 ones' config (the key is the values of `key` and every array's dtype)."""
+    from kernellab.tools.tensor_descriptor import TensorDescriptor
+
+    @kl.jit
+    def double(x_desc, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK
+        tl.store(out_ptr + offs + tl.arange(0, BLOCK), x_desc.load([offs]) * 2)
+
+    kernel = kl.autotune([kl.Config({}, num_warps=1), kl.Config({}, num_warps=2)], key=[])(double)
+    rng = np.random.default_rng()
+    for dtype in (np.float16, np.float32):
+        x = rng.standard_normal(256).astype(dtype)
+        out = np.full(256, np.nan, np.float32)
+        kernel[(8,)](TensorDescriptor.from_tensor(x, [32]), out, BLOCK=32)
+        np.testing.assert_array_equal(out, x.astype(np.float32) * 2)
+    assert sorted(kernel.cache) == [("float16", "float32"), ("float32", "float32")]
+
+
 def test_tuned_meta_parameters_cannot_also_be_passed():
     kernel = kl.autotune(CONFIGS, key=["n"])(accumulate_kernel())
     x, out = inputs(64)
