@@ -36,9 +36,9 @@ Kernel times are CUDA-event medians of at least 20 runs after warm-up, each run 
 zeroing a 256 MB buffer so L2 starts cold; where two compilers' kernels meet in the persistent
 softmax and attention, each is timed in ROUNDS interleaved rounds, a round's figure the mean of
 its central 60% of runs (events tick in ~0.5 µs steps), and the median of its rounds kept (a
-GPU's clock drifts between measurements taken apart; an even count, see in_interleaved_rounds). Every kernellab result is checked against torch before
-it is timed; a wrong result is reported as WRONG, and any failure in one measurement is printed
-and leaves the others running. The table comes last; results go to
+GPU's clock drifts between measurements taken apart; an even count, see in_interleaved_rounds).
+Every kernellab result is checked against torch before it is timed; a wrong result is reported
+as WRONG, and any failure in one measurement is printed and leaves the others running. The table comes last; results go to
 benchmarks/results/<device>-<date>.json (and $OUT/ when OUT is set).
 """
 
@@ -119,7 +119,9 @@ COPY_ELEMENTS = 2**28
 LAUNCH_ELEMENTS, LAUNCHES, LAUNCH_TRIALS = 256, 5000, 5
 FLUSH_BYTES = 256 * 2**20
 MIN_REPS, MAX_REPS, REP_MS = 20, 2000, 100.0
-ROUNDS = 4  # interleaved rounds (even: see in_interleaved_rounds) where two compilers' kernels are compared (Timer.interleaved)
+# interleaved rounds where two compilers' kernels are compared (Timer.interleaved); even, see
+# in_interleaved_rounds
+ROUNDS = 4
 
 
 def use_matmul_cases(text: str) -> None:
@@ -1107,7 +1109,9 @@ def matmul_sustained_case(results, torch, m, n, k, dtype):
     kernels = [case, case + " descriptor"][: 1 if dtype == "tf32" else 2]
     for name, runs in rounds.items():
         ms = statistics.median(t for t, _, _ in runs)
-        clock, power = (None, None) if runs[0][1] is None else (statistics.median(run[i] for run in runs) for i in (1, 2))
+        clock = power = None
+        if runs[0][1] is not None:  # nvidia-smi read
+            clock, power = (statistics.median(run[i] for run in runs) for i in (1, 2))
         config = chosen[name][1]
         where = "" if config is None else "{}x{}x{} g{} s{} w{}, ".format(*config)
         facts = f"{clock:.0f} MHz, {power:.0f} W" if clock is not None else "clock and power not read"

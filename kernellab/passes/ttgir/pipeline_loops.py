@@ -633,9 +633,12 @@ def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
     (the previous iteration's dot may still read its slot), as Triton gives an MMA v3 operand
     one buffer more; except where the dot's accumulator is read by an epilogue in the loop (a
     fused loop nest): its layout conversion's scratch is live beside the rings, so the refill
-    waits for the previous dot instead (see `_async_dot`); and except where a TMA store's
-    buffer stays live across the loop (`tight`), for the same reason."""
-    extra = async_dot is not None and not async_dot.waits_before_refill and not async_dot.drained_before_refill
+    waits for the previous dot instead (see `_async_dot`); except where a TMA store's
+    buffer stays live across the loop (`tight`), for the same reason; and except behind other
+    dots (attention's P·V), whose predecessor is drained before the refill."""
+    extra = async_dot is not None and not (
+        async_dot.waits_before_refill or async_dot.drained_before_refill
+    )
     return stages - 1 + _refills_first(body) + extra
 
 
@@ -654,17 +657,13 @@ class _AsyncDot:
     yielded: SSAValue | None = None  # what the yield carries: the dot's result, its wait, or an epilogue's result
     epilogue: bool = False  # its result goes through a branch of the loop (a fused nest's epilogue)
     tight: bool = False  # the rings share shared memory with a TMA store kept in flight
-    behind_other_dots: bool = False  # attention's P·V after Q·Kᵀ
-
-    @property
-    def drained_before_refill(self) -> bool:
-        """Behind other dots, the previous iteration's dot is done before the refill: the first
-        dot's own wait drains it (`_make_async`), the refill comes after this dot's issue, and
-        the lowering's barrier before the refill (the dots' reads of the rings are pending)
-        orders every warp's wait before any copy. So the refill may take the slot that dot
-        read, and the rings need no slot beyond Triton's: a slot more would cost attention a
-        program per SM (128x128 tiles on 4 warps: 2 programs of 112 KB, or 1 of 144 KB)."""
-        return self.behind_other_dots
+    # Behind other dots (attention's P·V after Q·Kᵀ) the previous iteration's dot is done before
+    # the refill: the first dot's own wait drains it (`_make_async`), the refill comes after
+    # this dot's issue, and the lowering's barrier before the refill (the dots' reads of the
+    # rings are pending) orders every warp's wait before any copy. So the refill may take the
+    # slot that dot read: no slot beyond Triton's, which would cost attention a program per SM
+    # (128x128 tiles on 4 warps: 2 programs of 112 KB, or 1 of 144 KB).
+    drained_before_refill: bool = False
 
     @property
     def waits_before_refill(self) -> bool:
@@ -693,7 +692,7 @@ def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
         return None
     uses = list(dot.d.uses)
     if len(uses) == 1 and uses[0].operation is body.last_op:
-        return _AsyncDot(dot, behind_other_dots=len(dots) > 1)
+        return _AsyncDot(dot, drained_before_refill=len(dots) > 1)
     # a fused nest's epilogue: the result is read in an scf.if of the body (a tile's last K
     # step), which waits for the dot, and carried through it into the next iteration's C
     if len(dots) > 1 or not _is_iter_arg(dot.c, body):  # C read nowhere else while in flight
