@@ -14,6 +14,11 @@ def is_structured(value: Any) -> bool:
     return isinstance(value, (tuple, TensorDescriptor))
 
 
+def argument_leaves(value: Any) -> list:
+    """The leaves of an argument: a tuple's or descriptor's in order, else the value itself."""
+    return flatten_argument(value)[1] if is_structured(value) else [value]
+
+
 def flatten_argument(value: Any) -> tuple[ArgumentTree, list]:
     """(tree, leaves in order) of a tuple, NamedTuple or TensorDescriptor argument."""
     if isinstance(value, TensorDescriptor):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kernellab.backends.arguments import launch_device, normalize_grid, snapshot, specialize, writable_array
-from kernellab.runtime.argument_trees import flatten_argument, is_structured
+from kernellab.runtime.argument_trees import argument_leaves
 from kernellab.runtime.jit import JITFunction, KernelInterface
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ class Autotuner(KernelInterface):
         different configs (the fp16 one may not fit the fp8 one's tiles)."""
         key = [named.get(name) for name in self.key]
         for value in named.values():
-            for leaf in flatten_argument(value)[1] if is_structured(value) else [value]:
+            for leaf in argument_leaves(value):
                 array = writable_array(leaf)
                 if array is not None:
                     key.append(str(array.dtype))
@@ -380,9 +380,7 @@ class Autotuner(KernelInterface):
             if const or name not in named:
                 continue
             value = named[name]
-            # a tuple or descriptor argument: where its arrays live
-            leaves = flatten_argument(value)[1] if is_structured(value) else [value]
-            for leaf in leaves:
+            for leaf in argument_leaves(value):  # a tuple or descriptor: where its arrays live
                 names.append(name)
                 keys.append(specialize(leaf)[0])
         device = launch_device(keys, names)
