@@ -130,8 +130,10 @@ class TmaDescriptor:
     chose it: the kernel parameter (`param`), where base, shape and strides come from (each
     ("arg", index into the signature) or ("value", the constant it was specialized to)), the
     box (elements, tensor dims outermost first; the tile's rows and one swizzle-wide panel of
-    its columns), the swizzle (bytes: 32, 64 or 128) and the fill of reads outside the
-    tensor ("zero" or "nan")."""
+    its columns), the swizzle (bytes: 32, 64 or 128), the fill of reads outside the
+    tensor ("zero" or "nan"), and whether the kernel reads or writes through it ("load" or
+    "store": a map serves one of them, so that a map of an empty tensor can point at memory of
+    its own, see tensor_maps.py)."""
 
     param: str
     base: tuple
@@ -140,17 +142,19 @@ class TmaDescriptor:
     box: tuple
     swizzle: int
     fill: str
+    access: str
 
     def as_dict(self) -> dict:
         return {"param": self.param, "base": list(self.base), "shape": [list(s) for s in self.shape],
                 "strides": [list(s) for s in self.strides], "box": list(self.box),
-                "swizzle": self.swizzle, "fill": self.fill}  # fmt: skip
+                "swizzle": self.swizzle, "fill": self.fill, "access": self.access}  # fmt: skip
 
     @staticmethod
     def of(d: Mapping) -> TmaDescriptor:
         return TmaDescriptor(
             d["param"], tuple(d["base"]), tuple(tuple(s) for s in d["shape"]),
             tuple(tuple(s) for s in d["strides"]), tuple(d["box"]), int(d["swizzle"]), d["fill"],
+            d["access"],
         )  # fmt: skip
 
 

@@ -446,7 +446,7 @@ class CudaLauncher:
         its global scratch."""
         if not self._fills_extras:
             return self._extras
-        maps = self._tensor_maps.encode(args) if self._tensor_maps is not None else []
+        maps = self._tensor_maps.encode(args, device) if self._tensor_maps is not None else []
         scratch = [self._scratch.pointer(grid, stream, device)] if self._scratch is not None else []
         return (*maps, *scratch)
 

@@ -67,7 +67,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from kernellab.ir import arith, tt, ttg, ttng
 from kernellab.passes import lower_descriptors
 from kernellab.passes.rewrite import Rewrites
-from kernellab.passes.ttgir import axis_info
+from kernellab.passes.ttgir import axis_info, mma_v3
 
 NAME = "tma"
 
@@ -106,6 +106,25 @@ def why_not(op: tt.DescriptorLoadOp | tt.DescriptorStoreOp) -> str:
             return "the host descriptor's base, shape and strides are not kernel parameters"
         return ""
     return _device_side_alignment(op, bits // 8, analysis)
+
+
+def why_not_for_dot_operand(op: tt.DescriptorLoadOp, num_warps: int) -> str:
+    """Why the tile `op` reads for dots (it has no other uses) would not land by TMA in the
+    buffer wgmma reads ("" when it would): TMA's own rules (`why_not`), every dot with a wgmma
+    form, and 16-bit elements in a b tile: wgmma reads 8- and 32-bit operands K-major, and a b
+    tile read as (K, N) keeps N contiguous, so it would wait for its copy and be transposed
+    through registers instead of being pipelined."""
+    why = why_not(op)
+    if why:
+        return why
+    for use in op.result.uses:
+        dot = use.operation
+        why = mma_v3.why_not(dot, num_warps)
+        if why:
+            return f"the dot has no wgmma form ({why})"
+        if use.index == 1 and op.result.type.element_type.bitwidth != 16:
+            return "wgmma reads 8- and 32-bit b tiles K-major, and this (K, N) tile keeps N contiguous"
+    return ""
 
 
 def launch_encoded(op) -> bool:
@@ -240,6 +259,7 @@ def _facts(op) -> DictionaryAttr:
         "box": ArrayAttr([IntegerAttr(b, i32) for b in _box(op)]),
         "swizzle": IntegerAttr(swizzle_of(op), i32),
         "fill": StringAttr(op.padding.data),
+        "access": StringAttr("load" if isinstance(op, tt.DescriptorLoadOp) else "store"),
     })  # fmt: skip
 
 

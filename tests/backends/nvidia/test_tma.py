@@ -462,15 +462,44 @@ def test_kernel_parameters_pass_tensor_maps_as_bytes():
 
 def test_a_tensor_tma_cannot_read_is_refused_at_launch_with_what_to_change():
     d = TmaDescriptor("a_desc", ("arg", 0), (("arg", 1), ("arg", 2)), (("arg", 3), ("value", 1)),
-                      (128, 64), 128, "zero")  # fmt: skip
+                      (128, 64), 128, "zero", "load")  # fmt: skip
     maps = TensorMaps("k", [d], ["*fp16", "i32", "i32", "i32"])
     for args, problem in [
         ((0x1008, 64, 64, 64), "base address 0x1008 is not 16-byte aligned"),
         ((0x1000, 64, 60, 60), "stride 0 (60 elements, 120 bytes) is not a multiple of 16 bytes"),
     ]:
         with pytest.raises(ArgumentError, match=re.escape(problem)) as e:
-            maps.encode(args)
+            maps.encode(args, 0)
         assert 'target="sm_90"' in str(e.value)
+
+
+def test_a_map_of_an_empty_tensor_points_at_a_page_of_its_fill(monkeypatch):
+    """K = 0 (or no rows): reads give the fill and writes write nothing, through a one-element
+    map of memory of the launcher's own: a page of zeros or of NaNs for loads (never written),
+    another for stores (never read)."""
+    from kernellab.backends.nvidia import driver, tensor_maps
+
+    memory = {}
+    monkeypatch.setattr(tensor_maps, "_EMPTY", tensor_maps._EmptyTensors())
+    monkeypatch.setattr(driver, "call", lambda name, *a: memory.setdefault(name, []).append(a) or 0x7000)
+    encoded = []
+    monkeypatch.setattr(driver, "encode_tensor_map", lambda *a: encoded.append(a) or bytes(128))
+
+    def descriptor(fill, access):
+        return TmaDescriptor("d", ("arg", 0), (("arg", 1), ("arg", 2)), (("arg", 2), ("value", 1)),
+                             (64, 64), 128, fill, access)  # fmt: skip
+
+    maps = TensorMaps("k", [descriptor("zero", "load"), descriptor("nan", "load"), descriptor("zero", "store")],
+                      ["*fp16", "i32", "i32"])  # fmt: skip
+    maps.encode((0x1000, 128, 0), 0)
+    assert [(a[1], a[2], a[3]) for a in encoded] == [
+        (0x7000, (1, 1), (16, 1)), (0x7100, (1, 1), (16, 1)), (0x7200, (1, 1), (16, 1))
+    ]
+    assert memory["cuMemAlloc"] == [(768,)]  # once per device
+    assert memory["cuMemsetD8"] == [(0x7000, 0, 256), (0x7100, 0xFF, 256)]
+    encoded.clear()
+    maps.encode((0x1000, 128, 64), 0)  # not empty: the tensor itself
+    assert [(a[1], a[2]) for a in encoded][0] == (0x1000, (128, 64))
 
 
 def test_an_mn_major_b_tile_takes_one_copy_per_swizzle_panel():

@@ -76,7 +76,7 @@ def tma_descriptors(func: tt.FuncOp) -> list[TmaDescriptor]:
         out.append(TmaDescriptor(
             d["param"].data, source(d["base"]), tuple(source(f) for f in d["shape"].data),
             tuple(source(f) for f in d["strides"].data), tuple(b.value.data for b in d["box"].data),
-            d["swizzle"].value.data, d["fill"].data,
+            d["swizzle"].value.data, d["fill"].data, d["access"].data,
         ))  # fmt: skip
     return out
 
