@@ -65,6 +65,7 @@ def test_pipeline_order_and_records():
     assert [r.name for r in records] == [
         "inline",
         "canonicalize",
+        "tiles_as_descriptors",
         "lower_descriptors",
         "cse",
         "licm",

@@ -14,6 +14,8 @@ a few hundred milliseconds.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -110,15 +112,18 @@ def make_options(target: str, **fields) -> NvidiaOptions:
 
 def _ttir_stage_nvidia(module, options) -> StageOutput:
     """The shared TTIR pipeline; on sm_90a the tensor-descriptor accesses TMA can copy stay
-    ops (passes/ttgir/tma.py says which), the others are lowered to pointers as everywhere."""
+    ops (passes/ttgir/tma.py says which), the others are lowered to pointers as everywhere,
+    and the pointer tiles that wgmma reads and TMA can copy become descriptor loads."""
     from kernellab.passes.ttir import make_ttir
 
-    keep = None
+    keep = tiles = None
     if options.target == "sm_90a":
         from kernellab.passes.ttgir import tma
 
         keep = tma.why_not
-    return module_stage_output(module, make_ttir(module, options, keep_descriptors=keep))
+        tiles = functools.partial(tma.why_not_for_dot_operand, num_warps=options.num_warps)
+    records = make_ttir(module, options, keep_descriptors=keep, tile_descriptors=tiles)
+    return module_stage_output(module, records)
 
 
 def _ttgir_stage(module, options) -> StageOutput:

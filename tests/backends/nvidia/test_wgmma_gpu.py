@@ -55,6 +55,32 @@ def test_wgmma_matmul_matches_float64(torch, config, dtype, a_major, b_major):
                            f"{ref[tuple(np.argwhere(bad)[0])]}")  # fmt: skip
 
 
+@pytest.mark.parametrize("config", [(128, 256, 64, 8, 3), (64, 128, 32, 4, 4)], ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("K", [80, 0])
+def test_tma_operand_tiles_wrap_rows_past_the_edges_and_read_an_empty_k(torch, config, K):
+    """The tutorial's operands read through TMA (tiles_as_descriptors) where M and N end inside a
+    tile: the rows and columns the pointer loads wrap (`% M`) read zeros instead, which the
+    store's mask keeps out of C; K = 0 gives tensor maps of empty tensors (no iteration, C = 0)."""
+    bm, bn, bk, warps, stages = config
+    M, N = 200, 304  # rows 16-byte multiples apart (TMA), the last tiles partial
+    rng = np.random.default_rng()
+    a = torch.from_numpy(rng.standard_normal((M, K)).astype(np.float32)).half().cuda()
+    b = torch.from_numpy(rng.standard_normal((K, N)).astype(np.float32)).half().cuda()
+    c = torch.full((M, N), float("nan"), dtype=torch.float16, device="cuda")
+    grid = (kl.cdiv(M, bm) * kl.cdiv(N, bn),)
+    compiled = matmul_kernel[grid](
+        a, b, c, M, N, K, max(K, 16), 1, N, 1, N, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn,
+        BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="", num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    torch.cuda.synchronize()
+    assert "cp.async.bulk.tensor.2d" in compiled.asm["ptx"]
+    a64, b64 = a.double().cpu().numpy(), b.double().cpu().numpy()
+    ref = a64 @ b64
+    bound = (K + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64)) + 2.0**-11 * np.abs(ref) + 1e-6
+    got = c.double().cpu().numpy()
+    assert (np.abs(got - ref) <= bound).all()
+
+
 @pytest.mark.parametrize("config", [(128, 256, 128, 8, 3), (128, 128, 64, 4, 4), (64, 64, 32, 4, 3)],
                          ids=lambda c: "x".join(map(str, c)))  # fmt: skip
 @pytest.mark.parametrize("a_dtype, b_dtype", [("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2"),
