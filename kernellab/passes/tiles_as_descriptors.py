@@ -49,6 +49,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from kernellab.ir import arith, tt
+from kernellab.passes.manager import PassOutcome
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.splats import splat_of
 from kernellab.passes.structured import reinitialized_for
@@ -352,7 +353,7 @@ def _same_shape(a, b) -> bool:
 # -- the rewrite --------------------------------------------------------------------------------
 
 
-def run(module: ModuleOp, keep: Callable[[Operation], str]) -> Rewrites:
+def run(module: ModuleOp, keep: Callable[[Operation], str]) -> Rewrites | PassOutcome:
     """Rewrite the operand loads of each dot whose a and b both qualify (a pipeline copies a
     loop's tiles all one way or all the other); `keep(op) -> reason` is the target's rule for
     the descriptor load each would become, its uses already moved to it ("" when the target
@@ -381,6 +382,8 @@ def run(module: ModuleOp, keep: Callable[[Operation], str]) -> Rewrites:
             plan.undo()
     for loop in loops:
         rewrites.note("drop-carried-pointers", _drop_unread(loop))
+    if not rewrites.counts["tile-as-descriptor"]:  # the reasons, with the IR as it was
+        return PassOutcome(False, rewrites.summary if rewrites else "no dot reads two loaded tiles")
     return rewrites
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import kernellab as kl
 import kernellab.language as tl
-from kernellab.examples import matmul_kernel
+from kernellab.examples import add_kernel, matmul_kernel
 from kernellab.ir import parse_module
 from kernellab.passes import lower_descriptors
 from kernellab.passes.tiles_as_descriptors import Linear, linear
@@ -101,8 +101,15 @@ def test_a_wrapped_dim_needs_a_store_that_masks_the_rows_it_wraps():
 
 
 def test_masked_off_elements_must_read_zero():
-    summary = record(compile_wrapped(True, 1.0))
-    assert summary == "1× kept-pointers(its masked-off elements are not zero)"
+    ck = compile_wrapped(True, 1.0)
+    assert record(ck) == "1× kept-pointers(its masked-off elements are not zero)"
+    # the record says why, and that the IR is as it was
+    assert not next(r for r in ck.passes if r.name == "tiles_as_descriptors").changed
+
+
+def test_a_kernel_without_dots_is_left_as_it_is():
+    ck = kl.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK_SIZE": 1024}, target="sm_90a")
+    assert record(ck) == "no dot reads two loaded tiles"
 
 
 @pytest.mark.parametrize("kernel", ["tutorial", "wrapped"])
