@@ -116,7 +116,7 @@ MATMUL_DESCRIPTOR_CASES = [(n, n, n, dt) for dt in ("fp16", "bf16") for n in (40
 MATMUL_DESCRIPTOR_CONFIGS = [(128, 256, 64, 8, 3, 8), (128, 256, 64, 8, 4, 8), (128, 128, 64, 8, 4, 4),
                              (128, 128, 64, 8, 3, 8)]  # fmt: skip
 COPY_ELEMENTS = 2**28
-LAUNCH_ELEMENTS, LAUNCHES, LAUNCH_TRIALS = 256, 5000, 5
+LAUNCH_ELEMENTS, LAUNCHES, LAUNCH_TRIALS = 256, 5000, 6  # trials: an even count of rounds
 FLUSH_BYTES = 256 * 2**20
 MIN_REPS, MAX_REPS, REP_MS = 20, 2000, 100.0
 # interleaved rounds where two compilers' kernels are compared (Timer.interleaved); even, see
@@ -1202,44 +1202,55 @@ def bench_matmul_compile(results, target: str):
 
 
 def bench_launch(results, torch):
+    """Back-to-back launches of a small add, µs per launch (the host's work and the driver's):
+    kernellab, torch's add and Triton take turns in LAUNCH_TRIALS interleaved rounds
+    (in_interleaved_rounds), each keeping the median of its rounds, so that the host's clock
+    and the order do not favour one of them."""
     n = LAUNCH_ELEMENTS
     x = torch.rand(n, device="cuda")
     y = torch.rand(n, device="cuda")
+    out = {name: torch.full_like(x, float("nan")) for name in ("kernellab", "torch add(out=)", "triton")}
 
-    def per_launch_us(launch_once) -> tuple[float, str]:
-        for _ in range(100):
-            launch_once()
-        torch.cuda.synchronize()
-        trials = []
-        for _ in range(LAUNCH_TRIALS):
-            start = time.perf_counter()
-            for _ in range(LAUNCHES):
+    def triton_once():
+        need_triton()
+        return lambda: triton_add_kernel[(1,)](x, y, out["triton"], n, BLOCK_SIZE=1024)
+
+    contenders = {  # name → a function making its launch (Triton's first checks Triton is there)
+        "kernellab": lambda: lambda: add_kernel[(1,)](x, y, out["kernellab"], n, BLOCK_SIZE=1024),
+        "torch add(out=)": lambda: lambda: torch.add(x, y, out=out["torch add(out=)"]),
+        "triton": triton_once,
+    }
+    case = f"{n} fp32 add"
+    ready = {}
+    for name, make in contenders.items():  # warmed up; one that fails is recorded and left out
+        try:
+            launch_once = make()
+            for _ in range(100):
                 launch_once()
             torch.cuda.synchronize()
-            trials.append((time.perf_counter() - start) / LAUNCHES * 1e6)
-        return statistics.median(
-            trials
-        ), f"min {min(trials):.2f} µs over {LAUNCH_TRIALS}x{LAUNCHES}"
+            ready[name] = launch_once
+        except Unavailable as e:
+            results.add("warm launch", case, name, None, "µs", note=str(e))
+        except Exception as e:
+            results.error("warm launch", case, name, e)
 
-    def kernellab_run():
-        out = torch.full_like(x, float("nan"))
-        us, note = per_launch_us(lambda: add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=1024))
-        if not torch.equal(out, x + y):
-            return None, "WRONG: differs from x + y"
-        return us, note
+    def trial(launch_once) -> float:
+        start = time.perf_counter()
+        for _ in range(LAUNCHES):
+            launch_once()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) / LAUNCHES * 1e6
 
-    def torch_run():
-        out = torch.empty_like(x)
-        return per_launch_us(lambda: torch.add(x, y, out=out))
+    rounds = in_interleaved_rounds([lambda f=f: trial(f) for f in ready.values()], LAUNCH_TRIALS)
+    for (name, _), trials in zip(ready.items(), rounds):
 
-    def triton_run():
-        need_triton()
-        out = torch.empty_like(x)
-        return per_launch_us(lambda: triton_add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=1024))
+        def measured(name=name, trials=trials):
+            if not torch.equal(out[name], x + y):
+                return None, "WRONG: differs from x + y"
+            note = f"rounds of {LAUNCHES} (in the order run): {', '.join(f'{t:.2f}' for t in trials)} µs"
+            return statistics.median(trials), note
 
-    guarded(results, "warm launch", f"{n} fp32 add", "kernellab", "µs", kernellab_run)
-    guarded(results, "warm launch", f"{n} fp32 add", "torch add(out=)", "µs", torch_run)
-    guarded(results, "warm launch", f"{n} fp32 add", "triton", "µs", triton_run)
+        guarded(results, "warm launch", case, name, "µs", measured)
 
 
 # -- compile times in fresh processes --------------------------------------------------------
