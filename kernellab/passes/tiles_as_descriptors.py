@@ -31,8 +31,10 @@ on an H200). This pass proves, per load, that it reads what `desc.load` would an
   target's rules (`keep(op)` says why not: for TMA, the alignment AxisInfo knows, the last
   stride the constant 1, the box).
 
-A load that fails any of these stays as it is; when its tile feeds a dot, the record says why.
-Loop-carried pointers that no load reads any more are dropped from the loop. Not in debug
+Only a dot's a and b loads are taken (loads that only dots read), both or neither: a loop's
+pipeline copies its tiles one way. A load that fails any of the above stays as it is, and so
+does its partner; the record names the reason. Loop-carried pointers that no load reads any
+more are dropped from the loop. Not in debug
 compiles (their bounds checks are on pointer accesses), and not on the interpreter, which runs
 the kernel as written. A later pass (lower_descriptors) keeps the new ops for TMA.
 """

@@ -15,7 +15,6 @@ a few hundred milliseconds.
 from __future__ import annotations
 
 import functools
-
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
