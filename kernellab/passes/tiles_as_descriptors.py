@@ -31,6 +31,10 @@ on an H200). This pass proves, per load, that it reads what `desc.load` would an
   target's rules (`keep(op)` says why not: for TMA, the alignment AxisInfo knows, the last
   stride the constant 1, the box).
 
+"The same" holds for every kernel the interpreter, the reference, runs without an
+out-of-bounds error: an index below 0, which the descriptor reads as zero where the pointer
+load would read before the tensor, is such an error there.
+
 Only a dot's a and b loads are taken (loads that only dots read), both or neither: a loop's
 pipeline copies its tiles one way. A load that fails any of the above stays as it is, and so
 does its partner; the record names the reason. Loop-carried pointers that no load reads any
