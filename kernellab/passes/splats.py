@@ -29,12 +29,21 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue
 
 from kernellab.ir import arith
-from kernellab.ir.tt import element_type
+from kernellab.ir.tt import SplatOp, element_type
 
 _INT_BYTES = {1: 1, 8: 1, 16: 2, 32: 4, 64: 8}  # bit width → bytes of its storage
 _FLOAT_FORMATS = {Float16Type: "e", Float32Type: "f", Float64Type: "d"}
 _NARROW_FLOATS = (BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float8E4M3FNUZType, Float8E5M2FNUZType)
 _FALLBACK = object()  # read through folding (numpy)
+
+
+def uniform_int(value: SSAValue) -> SSAValue | int | None:
+    """The one value of a uniform integer tensor (an offset, a stride, a bound): a splat's
+    scalar, or a splat constant's int; None for anything else."""
+    if isinstance(value.owner, SplatOp) and isinstance(value.owner.src.type, IntegerType):
+        return value.owner.src
+    c = splat_of(value)
+    return c if isinstance(c, int) else None
 
 
 def splat_of(value: SSAValue) -> int | float | None:

@@ -57,7 +57,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from kernellab.ir import arith, tt
 from kernellab.passes.manager import PassOutcome
 from kernellab.passes.rewrite import Rewrites
-from kernellab.passes.splats import splat_of
+from kernellab.passes.splats import splat_of, uniform_int
 from kernellab.passes.structured import reinitialized_for
 
 NAME = "tiles_as_descriptors"
@@ -162,7 +162,7 @@ def _terms(offset: SSAValue, rank: int) -> list | None:
         return _terms(op.src, rank)
     if isinstance(op, arith.MuliOp):
         for x, y in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-            stride = _scalar(y)
+            stride = uniform_int(y)
             inner = _terms(x, rank) if stride is not None else None
             if inner and len(inner) == 1 and inner[0][2] == 1:
                 return [(inner[0][0], inner[0][1], stride)]
@@ -172,12 +172,9 @@ def _terms(offset: SSAValue, rank: int) -> list | None:
     return None
 
 
-def _scalar(value: SSAValue) -> SSAValue | int | None:
-    """The one value of a uniform tensor: a splat's scalar or a splat constant's int."""
-    if isinstance(value.owner, tt.SplatOp) and isinstance(value.owner.src.type, IntegerType):
-        return value.owner.src
-    c = splat_of(value)
-    return c if isinstance(c, int) else None
+def _form(value: SSAValue | int) -> Linear | None:
+    """A uniform value (`uniform_int`'s) as a linear form."""
+    return linear(value) if isinstance(value, SSAValue) else Linear(const=value)
 
 
 def _tile(pointers: SSAValue) -> tuple[SSAValue, list[_Dim]] | str:
@@ -202,7 +199,7 @@ def _tile(pointers: SSAValue) -> tuple[SSAValue, list[_Dim]] | str:
     for _, vector, stride in sorted(terms, key=lambda t: t[0]):
         wrap = None
         if isinstance(vector.owner, arith.RemsiOp):
-            wrap = _scalar(vector.owner.rhs)
+            wrap = uniform_int(vector.owner.rhs)
             if not isinstance(wrap, SSAValue):
                 return "an index vector wraps by a constant"
             vector = vector.owner.lhs
@@ -244,19 +241,17 @@ def _pointers(load: tt.LoadOp) -> tuple[SSAValue, scf.ForOp | None, Linear | Non
     moved = loop.body.block.last_op.operands[slot]
     if not isinstance(moved.owner, tt.AddPtrOp) or moved.owner.ptr is not pointers:
         return "the loop moves its pointers other than by one addptr"
-    step = _scalar(moved.owner.offset)
+    step = uniform_int(moved.owner.offset)
     if step is None:
         return "the loop moves its pointers by different amounts"
-    step = linear(step) if isinstance(step, SSAValue) else Linear(const=step)
-    return loop.iter_args[slot], loop, step
+    return loop.iter_args[slot], loop, _form(step)
 
 
 def _advance(loop: scf.ForOp, step: Linear, dims: list[_Dim]) -> _Loop | str:
     """Along which dim, by how many elements, `step` (pointer units) moves a tile of `dims`."""
     matches = []
     for d, dim in enumerate(dims):
-        stride = linear(dim.stride) if isinstance(dim.stride, SSAValue) else Linear(const=dim.stride)
-        matches += [(d, c) for c in _multiples(step, stride)]
+        matches += [(d, c) for c in _multiples(step, _form(dim.stride))]
     if len(matches) != 1:
         return "the loop moves its pointers by no single multiple of one dim's stride"
     d, c = matches[0]

@@ -17,12 +17,12 @@ is kept in i64: a pointer moves by the offsets' exact sum, whatever their width.
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from kernellab.ir import arith, tt
-from kernellab.passes.splats import splat_of
+from kernellab.passes.splats import uniform_int
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.structured import reinitialized_for
 
@@ -48,20 +48,12 @@ def _uniform_step(value: SSAValue, arg: SSAValue, body: Block) -> list | None:
         op = value.owner
         if not isinstance(op, tt.AddPtrOp) or op.parent is not body:
             return None
-        step = _scalar(op.offset)
+        step = uniform_int(op.offset)
         if step is None:
             return None
         steps.append(step)
         value = op.ptr
     return steps[::-1]
-
-
-def _scalar(offset: SSAValue):
-    """The one value of a uniform offset: a splat's scalar, or a splat constant's int."""
-    if isinstance(offset.owner, tt.SplatOp) and isinstance(offset.owner.src.type, IntegerType):
-        return offset.owner.src
-    value = splat_of(offset)
-    return int(value) if value is not None else None
 
 
 def _rewrite(loop: scf.ForOp) -> int:
