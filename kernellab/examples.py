@@ -375,13 +375,78 @@ def attention_fwd_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm
     tl.store(o_ptrs, out.to(Out.dtype.element_ty))
 
 
+@kl.jit
+def attention_fwd_overlapped_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm,
+                                    stride_qk, stride_kz, stride_kh, stride_kn, stride_kk,
+                                    stride_vz, stride_vh, stride_vn, stride_vk, stride_oz,
+                                    stride_oh, stride_om, stride_ok, H, N_CTX,
+                                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                                    BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):  # fmt: skip
+    """attention_fwd_kernel's math in another order (FlashAttention-3's intra-warpgroup
+    pipelining): each iteration issues the next key tile's Q·Kᵀ before this tile's P·V, so the
+    tensor cores run P·V while the warps compute the next tile's softmax; the accumulator is
+    rescaled after P·V instead of before. The first tile's scores come before the loop and the
+    last P·V after it, so N_CTX (and, when CAUSAL, BLOCK_M) must be at least BLOCK_N. On Hopper
+    the compiler keeps P·V in flight up to the rescale that reads it (passes/ttgir/pipeline_loops.py)."""
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qk
+    k_ptrs = K + off_z * stride_kz + off_h * stride_kh + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kk
+    v_ptrs = V + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vk
+    q = tl.load(q_ptrs)
+    qk_scale = sm_scale * 1.44269504  # exp(x) = exp2(x * log2(e))
+    end = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+    qk = tl.dot(q, tl.load(k_ptrs)) * qk_scale
+    if CAUSAL:
+        qk = tl.where(offs_m[:, None] >= offs_n[None, :], qk, float("-inf"))
+    m_i = tl.max(qk, 1)
+    p = tl.math.exp2(qk - m_i[:, None])
+    l_i = tl.sum(p, 1)
+    p = p.to(V.dtype.element_ty)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    for start_n in range(BLOCK_N, end, BLOCK_N):
+        qk = tl.dot(q, tl.load(k_ptrs + start_n * stride_kn)) * qk_scale  # the next tile's scores
+        acc = tl.dot(p, tl.load(v_ptrs + (start_n - BLOCK_N) * stride_vn), acc)  # this tile's P·V
+        if CAUSAL:
+            qk = tl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        p = p.to(V.dtype.element_ty)
+        acc = acc * alpha[:, None]  # P·V is waited for here
+        m_i = m_ij
+    acc = tl.dot(p, tl.load(v_ptrs + (end - BLOCK_N) * stride_vn), acc)
+    out = acc / l_i[:, None]
+    o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_ok
+    tl.store(o_ptrs, out.to(Out.dtype.element_ty))
+
+
+def attention_overlaps(head_dim: int) -> bool:
+    """Whether attention_fwd_overlapped_kernel is the order to run at this head dim. Measured on
+    an H200 (benchmarks/gpu.py, 128x64 tiles on 8 warps): at 64, where the softmax is the larger
+    share of a tile's time, running P·V beside it made attention 1-3% faster; at 128 the
+    overlapped order was 4-18% slower (it needs 206 registers a thread against 177)."""
+    return head_dim <= 64
+
+
 def attention(q, k, v, causal: bool, sm_scale: float, out, block_m: int = 128, block_n: int = 64,
-              num_warps: int = 8, num_stages: int = 3):  # fmt: skip
-    """Launch attention_fwd_kernel on (batch, heads, n_ctx, head_dim) arrays; returns `out`."""
+              num_warps: int = 8, num_stages: int = 3, overlapped: bool | None = None):  # fmt: skip
+    """Launch attention_fwd_kernel, or attention_fwd_overlapped_kernel when `overlapped` (by
+    default where `attention_overlaps`), on (batch, heads, n_ctx, head_dim) arrays; returns
+    `out`."""
     z, h, n_ctx, head_dim = q.shape
     grid = (n_ctx // block_m, z * h)
     strides = [_strides(a) for a in (q, k, v, out)]
-    attention_fwd_kernel[grid](
+    if overlapped is None:
+        overlapped = attention_overlaps(head_dim)
+    kernel = attention_fwd_overlapped_kernel if overlapped else attention_fwd_kernel
+    kernel[grid](
         q, k, v, out, sm_scale, *strides[0], *strides[1], *strides[2], *strides[3], h, n_ctx,
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
         num_warps=num_warps, num_stages=num_stages,

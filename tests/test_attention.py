@@ -1,5 +1,6 @@
-"""The fused-attention forward example (Triton's tutorial 06 style) against float64 on the
-interpreter, and its PTX for sm_80 and sm_90a (the two dots on mma.sync and wgmma)."""
+"""The fused-attention forward examples (Triton's tutorial 06 order and the overlapped one)
+against float64 on the interpreter, and their PTX for sm_80 and sm_90a (the two dots on mma.sync
+and wgmma)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,22 @@ import numpy as np
 import pytest
 
 import kernellab as kl
-from kernellab.examples import attention, attention_fwd_kernel, attention_reference
+from kernellab.examples import (
+    attention,
+    attention_fwd_kernel,
+    attention_fwd_overlapped_kernel,
+    attention_reference,
+)
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_attention_matches_float64_on_the_interpreter(causal):
+@pytest.mark.parametrize("overlapped", [False, True])
+def test_attention_matches_float64_on_the_interpreter(causal, overlapped):
     rng = np.random.default_rng()
     z, h, n, d = 1, 2, 128, 32
     q, k, v = (rng.standard_normal((z, h, n, d)).astype(np.float16) for _ in range(3))
     out = np.full((z, h, n, d), np.nan, np.float16)
-    attention(q, k, v, causal, d**-0.5, out, block_m=64, block_n=32, num_warps=4)
+    attention(q, k, v, causal, d**-0.5, out, block_m=64, block_n=32, num_warps=4, overlapped=overlapped)
     ref = attention_reference(q, k, v, causal, d**-0.5)
     # P is rounded to fp16 before P·V (2^-11 of each weight), the output to fp16
     bound = 2.0**-10 * np.abs(v.astype(np.float64)).max() + 2.0**-11 * np.abs(ref) + 1e-6
@@ -32,9 +39,10 @@ ALIGNED = {name: {"tt.divisibility": 16} for name in (
 
 @pytest.mark.parametrize("target, instruction", [("sm_80", "mma.sync.aligned.m16n8k16"),
                                                  ("sm_90a", "wgmma.mma_async")])  # fmt: skip
-def test_attention_compiles_to_tensor_cores(target, instruction):
+@pytest.mark.parametrize("kernel", [attention_fwd_kernel, attention_fwd_overlapped_kernel])
+def test_attention_compiles_to_tensor_cores(target, instruction, kernel):
     constexprs = dict(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, CAUSAL=True, stride_qk=1,
                       stride_kk=1, stride_vk=1, stride_ok=1)  # fmt: skip
-    ck = kl.compile(attention_fwd_kernel, signature=SIGNATURE, constexprs=constexprs,
+    ck = kl.compile(kernel, signature=SIGNATURE, constexprs=constexprs,
                     attrs=ALIGNED, target=target, num_warps=8, num_stages=3)  # fmt: skip
     assert instruction in ck.asm["ptx"] and "cp.async" in ck.asm["ptx"]

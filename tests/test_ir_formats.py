@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import kernellab as kl
-from kernellab.examples import attention_fwd_kernel, matmul_kernel
+from kernellab.examples import attention_fwd_kernel, attention_fwd_overlapped_kernel, matmul_kernel
 from kernellab.ir import parse_module, print_module
 from kernellab.ir.arith import ARITH
 from kernellab.ir.cpu import CPU
@@ -55,8 +55,10 @@ A16 = {"tt.divisibility": 16}
          {n: A16 for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")}),
         (attention_fwd_kernel, "*fp16,*fp16,*fp16,*fp16,fp32," + ",".join(["i32"] * 18),
          dict(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, CAUSAL=True), 8, None),
+        (attention_fwd_overlapped_kernel, "*fp16,*fp16,*fp16,*fp16,fp32," + ",".join(["i32"] * 18),
+         dict(HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64, CAUSAL=True), 8, None),
     ],
-    ids=["matmul", "attention"],
+    ids=["matmul", "attention", "attention-overlapped"],
 )  # fmt: skip
 def test_sm90a_ir_round_trips_through_the_formats(kernel, signature, constexprs, num_warps, attrs):
     """The sm_90a TTGIR of matmul and attention (shared-memory rings, async copies, wgmma,

@@ -86,23 +86,28 @@ class WarpGroupDotOp(IRDLOperation):
 
 @op_definition
 class WarpGroupDotWaitOp(IRDLOperation):
-    """`%d = ttng.warp_group_dot_wait %acc {pendings = 1 : i32} : tensor<...>`: waits until at
-    most `pendings` asynchronous warp-group dots of this warp group are still running; its
-    result is the accumulator from then on (the lowering ties the registers, so nothing reads
-    them earlier). An asynchronous dot's buffers may be overwritten only after such a wait."""
+    """`%d = ttng.warp_group_dot_wait %acc[, %a] {pendings = 1 : i32} : tensor<...>[, ...]`:
+    waits until at most `pendings` asynchronous warp-group dots of this warp group are still
+    running; its result is the accumulator from then on (the lowering ties the registers, so
+    nothing reads them earlier). An asynchronous dot's buffers may be overwritten only after such
+    a wait. `keep`: register operands A of the dots it waits for, read by the wait so that they
+    stay live (and their registers unwritten) until the tensor cores are done with them."""
 
     name = "ttng.warp_group_dot_wait"
     T: ClassVar = VarConstraint("T", BaseAttr(TensorType))
     src = operand_def(T)
+    keep = var_operand_def(TensorType)
     result = result_def(T)
     pendings = prop_def(IntegerAttr)
     traits = traits_def(MemoryReadEffect())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$src attr-dict `:` type($src)"
+    assembly_format = "$src (`,` $keep^)? attr-dict `:` type($src) (`,` type($keep)^)?"
 
-    def __init__(self, src: SSAValue, pendings: int):
+    def __init__(self, src: SSAValue, pendings: int, keep: tuple[SSAValue, ...] = ()):
         super().__init__(
-            operands=[src], result_types=[src.type], properties={"pendings": IntegerAttr(pendings, i32)}
+            operands=[src, list(keep)],
+            result_types=[src.type],
+            properties={"pendings": IntegerAttr(pendings, i32)},
         )
 
 

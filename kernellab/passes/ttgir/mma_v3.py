@@ -29,6 +29,7 @@ shared memory and no barrier waits for it.
 
 from __future__ import annotations
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float8E4M3FNType,
@@ -37,7 +38,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IntegerType,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from kernellab.ir import tt, ttg, ttng
 from kernellab.passes.ttgir.encodings import relayout, transposing_blocked
@@ -135,11 +136,20 @@ def a_in_registers(op: tt.DotOp) -> bool:
 
 
 def _computed_from_dot(value: SSAValue, limit: int = 256) -> bool:
-    """Whether the ops producing `value` in its block reach a dot's result."""
-    block = value.owner.parent_block() if isinstance(value.owner, Operation) else None
+    """Whether the ops producing `value` in its block reach a dot's result. A loop-carried
+    value counts by what the loop yields for it (a P the previous iteration computed, in a
+    loop that issues the next Q·Kᵀ before this P·V)."""
+    owner = value.owner
+    block = owner.parent_block() if isinstance(owner, Operation) else owner
     seen, work = set(), [value]
     while work and len(seen) < limit:
-        owner = work.pop().owner
+        value = work.pop()
+        owner = value.owner
+        if isinstance(owner, Block) and owner is block and isinstance(owner.parent_op(), scf.ForOp):
+            if value.index > 0 and owner not in seen:  # an iter_arg (not the induction variable)
+                seen.add(owner)
+                work.append(owner.last_op.operands[value.index - 1])
+            continue
         if not isinstance(owner, Operation) or owner in seen or owner.parent_block() is not block:
             continue
         if isinstance(owner, (tt.DotOp, ttng.WarpGroupDotOp, ttng.WarpGroupDotWaitOp)):

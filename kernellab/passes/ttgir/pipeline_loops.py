@@ -563,8 +563,8 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
     previous_dot_done = _make_async(body, async_dot) if async_dot is not None else None
     if async_dot is not None and async_dot.waits_before_refill:  # the slot the previous dot read,
         refill_after = previous_dot_done  # once it is done (the lowering's barrier comes first)
-    elif async_dot is not None and previous_dot_done is None:  # the refill overlaps the running
-        refill_after = async_dot.dot  # last dot, not the first dot's issue; its slot is free anyway
+    elif async_dot is not None and async_dot.drained_before_refill:  # the refill overlaps the
+        refill_after = async_dot.dot  # running last dot, not the first dot's issue; its slot is free anyway
     elif _refills_first(body):  # the refilled slot was last read before the wait's barrier
         refill_after = wait
     elif previous_dot_done is not None:
@@ -615,7 +615,8 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
         drain += [ttg.LocalDeallocOp(ring) for ring in (*rings, barriers)]
     else:
         drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
-    if async_dot is not None:  # the last dot may still run: wait before the result is read
+    if async_dot is not None and not async_dot.waited_in_body:  # the last dot may still run:
+        # wait before the result is read
         index = next(i for i, v in enumerate(new_loop.body.block.last_op.operands) if v is async_dot.yielded)
         result = new_loop.results[index]
         final = ttng.WarpGroupDotWaitOp(result, 0)
@@ -637,7 +638,7 @@ def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
     buffer stays live across the loop (`tight`), for the same reason; and except behind other
     dots (attention's P·V), whose predecessor is drained before the refill."""
     extra = async_dot is not None and not (
-        async_dot.waits_before_refill or async_dot.drained_before_refill
+        async_dot.waits_before_refill or async_dot.drained_before_refill or async_dot.waited_in_body
     )
     return stages - 1 + _refills_first(body) + extra
 
@@ -664,6 +665,11 @@ class _AsyncDot:
     # slot that dot read: no slot beyond Triton's, which would cost attention a program per SM
     # (128x128 tiles on 4 warps: 2 programs of 112 KB, or 1 of 144 KB).
     drained_before_refill: bool = False
+    # Read later in its own iteration (attention written to issue the next Q·Kᵀ before this
+    # P·V, and to rescale the accumulator after it): it runs while the ops between its issue and
+    # its first reader (the next tile's softmax) do, and is waited for there, so no slot beyond
+    # Triton's is needed and nothing is in flight across the back edge.
+    waited_in_body: bool = False
 
     @property
     def waits_before_refill(self) -> bool:
@@ -679,11 +685,17 @@ def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
     register operand A may come from this iteration (attention's P): nothing writes it again
     before the next iteration's wait."""
     dots = [op for op in body.ops if isinstance(op, ttng.WarpGroupDotOp)]
-    if stages < 3 or not dots:
+    if not dots:
         return None
     dot = dots[-1]
     allocs = {item.alloc for item in plan.loads if item.alloc is not None}
     if dot.b.owner not in allocs:
+        return None
+    if _first_reader(dot, body) is not None and (
+        not isinstance(dot.a.type, ttg.MemDescType) or dot.a.owner in allocs
+    ):  # its slots are refilled only in later iterations, after the wait
+        return _AsyncDot(dot, waited_in_body=True)
+    if stages < 3:
         return None
     if not isinstance(dot.a.type, ttg.MemDescType):
         if len(dots) == 1 or not _computed_from_a_dot(dot.a, body):
@@ -705,6 +717,22 @@ def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
     if not all(_branch_of(use.operation, body) in blocks for use in uses):
         return None
     return _AsyncDot(dot, yielded=carried, epilogue=True)
+
+
+def _first_reader(dot: ttng.WarpGroupDotOp, body: Block) -> Operation | None:
+    """The op of `body` that first reads the dot's result, when there is work to overlap the dot
+    with before it (an op between them that does not read it) and it is neither the loop's
+    yield nor a branch (a result carried into the next iteration, directly or through a fused
+    nest's epilogue, is one of the other cases of `_async_dot`)."""
+    readers = {_top(use.operation, body) for use in dot.d.uses}
+    between = 0
+    op = dot.next_op
+    while op is not None and op not in readers:
+        between += 1
+        op = op.next_op
+    if op is None or op is body.last_op or op.regions or between == 0:
+        return None  # carried on as it is, or read by a fused nest's epilogue branch
+    return op
 
 
 def _branch_of(op: Operation, body: Block) -> Block | None:
@@ -747,6 +775,13 @@ def _make_async(body: Block, async_dot: _AsyncDot) -> Operation | None:
     those dots (whose own wait has drained it anyway) or before its first use."""
     dot = async_dot.dot
     dot.properties["isAsync"] = UnitAttr()
+    if async_dot.waited_in_body:
+        reader = _first_reader(dot, body)
+        keep = () if isinstance(dot.a.type, ttg.MemDescType) else (dot.a,)
+        wait = ttng.WarpGroupDotWaitOp(dot.d, 0, keep)
+        Rewriter.insert_op(wait, InsertPoint.before(reader))
+        dot.d.replace_uses_with_if(wait.result, lambda use: use.operation is not wait)
+        return None
     if sum(isinstance(op, ttng.WarpGroupDotOp) for op in body.ops) == 1:
         wait = ttng.WarpGroupDotWaitOp(dot.d, 1)
         Rewriter.insert_op(wait, InsertPoint.after(dot))

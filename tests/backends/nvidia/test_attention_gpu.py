@@ -1,4 +1,5 @@
-"""The fused-attention forward example on the GPU (`-m gpu`) against float64: head dims 64 and
+"""The fused-attention forward examples on the GPU (`-m gpu`) against float64: the tutorial's
+order and the overlapped one (P·V in flight during the next tile's softmax), head dims 64 and
 128, causal or not, several sequence lengths."""
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ def torch(cuda_torch):
 @pytest.mark.parametrize("n_ctx", [128, 1024])
 @pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
-def test_attention_matches_float64(torch, n_ctx, head_dim, causal):
+@pytest.mark.parametrize("overlapped", [False, True])
+def test_attention_matches_float64(torch, n_ctx, head_dim, causal, overlapped):
     rng = np.random.default_rng()
     shape = (2, 3, n_ctx, head_dim)
     q, k, v = (rng.standard_normal(shape).astype(np.float16) for _ in range(3))
     tq, tk, tv = (torch.from_numpy(a).cuda() for a in (q, k, v))
     out = torch.full(shape, float("nan"), dtype=torch.float16, device="cuda")
     attention(tq, tk, tv, causal, head_dim**-0.5, out, block_m=128, block_n=64, num_warps=8,
-              num_stages=3 if head_dim == 64 else 2)  # fmt: skip
+              num_stages=3 if head_dim == 64 else 2, overlapped=overlapped)  # fmt: skip
     torch.cuda.synchronize()
     ref = attention_reference(q, k, v, causal, head_dim**-0.5)
     bound = 2.0**-10 * np.abs(v.astype(np.float64)).max() + 2.0**-11 * np.abs(ref) + 1e-5

@@ -183,15 +183,16 @@ def test_an_operand_a_computed_from_a_dot_stays_in_registers_for_wgmma(case):
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
 
 
-def compile_attention(head_dim=64, causal=False, stages=3, **options):
-    from kernellab.examples import attention_fwd_kernel
+def compile_attention(head_dim=64, causal=False, stages=3, overlapped=False, **options):
+    from kernellab.examples import attention_fwd_kernel, attention_fwd_overlapped_kernel
 
+    kernel = attention_fwd_overlapped_kernel if overlapped else attention_fwd_kernel
     ones = dict(stride_qk=1, stride_kk=1, stride_vk=1, stride_ok=1)
     constexprs = dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, **ones)
-    runtime = [n for n in attention_fwd_kernel.arg_names if n not in constexprs]
+    runtime = [n for n in kernel.arg_names if n not in constexprs]
     signature = {n: "*fp16" if n in ("Q", "K", "V", "Out") else "fp32" if n == "sm_scale" else "i32" for n in runtime}
     attrs = {n: ALIGNED for n in runtime if n not in ("sm_scale", "H")}
-    return kl.compile(attention_fwd_kernel, signature=signature, constexprs=constexprs, attrs=attrs,
+    return kl.compile(kernel, signature=signature, constexprs=constexprs, attrs=attrs,
                       target="sm_90a", num_warps=8, num_stages=stages, **options)  # fmt: skip
 
 
@@ -246,6 +247,43 @@ def test_attentions_p_v_dot_stays_in_flight_into_the_next_iteration(head_dim, ca
     # Q·Kᵀ starts from zero: its first instruction does not read an accumulator (scale-d false)
     first = re.search(r"setp\.eq\.u32 p, 1, (\d); wgmma\.mma_async", ptx.split("$L__BB0_2")[1])
     assert first.group(1) == "0"
+    assert ck.metadata["spills"] == 0
+
+
+def _loop_body(ptx: str) -> str:
+    """The PTX from a loop's label to the branch back to it (the first such loop)."""
+    for branch in re.finditer(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", ptx):
+        start = ptx.find(branch.group(1) + ":")
+        if 0 <= start < branch.start():
+            return ptx[start : branch.end()]
+    raise AssertionError("no loop in the PTX")
+
+
+@pytest.mark.parametrize("head_dim,causal,stages", [(64, False, 3), (64, True, 3), (128, False, 2)])
+def test_overlapped_attentions_p_v_runs_beside_the_next_softmax(head_dim, causal, stages):
+    """The overlapped order issues the next Q·Kᵀ, then this tile's P·V, then the softmax, then
+    rescales: P·V stays in flight until the rescale, its wait keeping P's registers live."""
+    ck = compile_attention(head_dim, causal, stages, overlapped=True)
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    loop = ttgir.split("scf.for", 1)[1].split("scf.yield")[0]
+    qk, pv = [line for line in loop.splitlines() if "ttng.warp_group_dot " in line]
+    assert "isAsync" in pv and "isAsync" not in qk
+    # P comes from the previous iteration, still in registers: no shared memory in the loop
+    assert "ttg.local_alloc %" not in loop and "ttg.local_load" not in loop
+    pv_result = re.match(r"\s*(%\w+) = ", pv).group(1)
+    waits = [line for line in loop.splitlines() if "ttng.warp_group_dot_wait " + pv_result in line]
+    assert len(waits) == 1 and "pendings = 0" in waits[0]
+    assert re.search(r"warp_group_dot_wait %\w+, %\w+ .*#ttg.dot_op<\{opIdx = 0", waits[0])  # keeps P live
+    between = loop.split(pv, 1)[1].split(waits[0])[0]
+    assert "math.exp2" in between and "tt.reduce" in between  # the next tile's softmax
+    assert "arith.mulf " + pv_result not in between
+    # rings of S slots: P·V is done before its iteration ends, so no slot more; nothing is
+    # waited for after the loop but the copies
+    assert re.search(rf"ttg\.local_alloc : \(\) -> !ttg\.memdesc<{stages}x64x{head_dim}", ttgir)
+    body = _loop_body(ptx)
+    pv_ptx = body.split("wgmma.commit_group")[2]  # from P·V's commit to the loop's end
+    assert pv_ptx.count("wgmma.wait_group") == 1
+    assert "ex2.approx" in pv_ptx.split("wgmma.wait_group")[0]
     assert ck.metadata["spills"] == 0
 
 

@@ -98,8 +98,7 @@ def _warp_group_dot(ctx, op: ttng.WarpGroupDotOp) -> None:
                                    a_in_registers, accumulate=False)  # fmt: skip
     if a_in_registers:  # packed before the fence: a register written between a warp group's
         # wgmmas makes ptxas wait for the ones before it (its warning C7519)
-        fragments = {(m_rep, kk): a_operand.fragment(m_rep, kk)
-                     for kk in range(0, k, k_instr) for m_rep in range(0, m, 16 * wm)}  # fmt: skip
+        fragments = a_operand.fragments()
     for k0 in range(0, k, promote or k):
         sums = [ir.Constant(acc_type, ir.Undefined)] * len(regs) if skip_c else regs
         ctx.asm(ir.VoidType(), "wgmma.fence.sync.aligned;", "", [], side_effect=True)
@@ -152,7 +151,9 @@ def _promotion_k(op, k: int, k_instr: int) -> int:
 
 def _warp_group_dot_wait(ctx, op: ttng.WarpGroupDotWaitOp) -> None:
     tv = ctx.get(op.src)
-    ctx.set(op.result, TV(_wait(ctx, list(tv.regs), op.pendings.value.data, op), tv.lay, tv.elem))
+    keep = [reg for value in op.keep for fragment in _RegisterA(ctx, value).fragments().values()
+            for reg in fragment]  # fmt: skip
+    ctx.set(op.result, TV(_wait(ctx, list(tv.regs), op.pendings.value.data, op, keep), tv.lay, tv.elem))
 
 
 def _accumulator(op) -> tuple[ir.Type, str]:
@@ -165,19 +166,22 @@ def _accumulator(op) -> tuple[ir.Type, str]:
 _DRAINED = "wgmma drained"  # rule_state key: the LLVM block whose last wgmma wait left none pending
 
 
-def _wait(ctx, regs: list, pendings: int, op) -> list:
+def _wait(ctx, regs: list, pendings: int, op, keep: tuple = ()) -> list:
     """`wgmma.wait_group pendings` with the accumulator registers passed through it, so that
-    nothing reads them before it (LLVM sees the wait produce them). Where an earlier
-    `wait_group 0` in the same block left nothing pending (no commit since: a synchronous dot
-    right before the wait of the loop's carried asynchronous accumulator), the registers pass
-    through an empty statement instead, which still orders their reads after that wait."""
+    nothing reads them before it (LLVM sees the wait produce them), and reading `keep` (the
+    packed registers of a register operand A: the same values the dot's packing made, merged by
+    LLVM's CSE), so that nothing is written into them while the tensor cores may still read
+    them. Where an earlier `wait_group 0` in the same block left nothing pending (no commit
+    since: a synchronous dot right before the wait of the loop's carried asynchronous
+    accumulator), the registers pass through an empty statement instead, which still orders
+    their reads after that wait."""
     count = len(regs)
     acc_type, acc_constraint = _accumulator(op)
-    constraints = ",".join([acc_constraint] * count + [str(i) for i in range(count)])
+    constraints = ",".join([acc_constraint] * count + [str(i) for i in range(count)] + ["r"] * len(keep))
     result_type = ir.LiteralStructType([acc_type] * count)
     drained = ctx.rule_state.get(_DRAINED) is ctx.b.block
     text = "" if drained else f"wgmma.wait_group.sync.aligned {pendings};"
-    out = ctx.asm(result_type, text, constraints, regs, side_effect=True)
+    out = ctx.asm(result_type, text, constraints, [*regs, *keep], side_effect=True)
     if pendings == 0:
         ctx.rule_state[_DRAINED] = ctx.b.block
     return [ctx.b.extract_value(out, i) for i in range(count)]
@@ -220,7 +224,18 @@ class _RegisterA:
     def __init__(self, ctx, value):
         self.lay = ctx.lay(value.type)
         self.regs = list(ctx.regs(value, self.lay))
+        self.encoding = ttg.encoding_of(value.type)
+        self.shape = value.type.get_shape()
         self.pack = fragment_packer(ctx, value.type.element_type)  # mma.sync's: 2 halves per .b32
+
+    def fragments(self) -> dict:
+        """(m_rep, kk) -> the four .b32 registers of each instruction's A, over the whole tile:
+        rows in steps of the warp groups' 16 * warps along M, K in steps of the instruction's."""
+        mma = self.encoding.parent
+        m, k = self.shape
+        rows_step, k_instr = 16 * mma.warps_per_cta[0], mma.instr_shape[2]
+        return {(m_rep, kk): self.fragment(m_rep, kk)
+                for kk in range(0, k, k_instr) for m_rep in range(0, m, rows_step)}  # fmt: skip
 
     def fragment(self, m_rep: int, kk: int) -> list:
         """The four .b32 registers of the instruction at rows m_rep.., columns kk..: a_i holds
