@@ -69,6 +69,8 @@ from kernellab.examples import (
     layer_norm_config,
     layer_norm_kernel,
     attention_fwd_kernel,
+    attention_fwd_overlapped_kernel,
+    attention_overlaps,
     matmul_descriptor_persistent_kernel,
     matmul_int8_kernel,
     matmul_kernel,
@@ -409,6 +411,53 @@ if triton is not None:
             v = ttl.load(v_ptrs + start_n * stride_vn)
             acc = ttl.dot(p.to(v.dtype), v, acc * alpha[:, None])
             m_i = m_ij
+        out = acc / l_i[:, None]
+        o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_ok
+        ttl.store(o_ptrs, out.to(Out.dtype.element_ty))
+
+
+    @triton.jit
+    def triton_attention_fwd_overlapped_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh,
+                                               stride_qm, stride_qk, stride_kz, stride_kh,
+                                               stride_kn, stride_kk, stride_vz, stride_vh,
+                                               stride_vn, stride_vk, stride_oz, stride_oh,
+                                               stride_om, stride_ok, H, N_CTX,
+                                               HEAD_DIM: ttl.constexpr, BLOCK_M: ttl.constexpr,
+                                               BLOCK_N: ttl.constexpr, CAUSAL: ttl.constexpr):  # fmt: skip
+        start_m = ttl.program_id(0)
+        off_hz = ttl.program_id(1)
+        off_z = off_hz // H
+        off_h = off_hz % H
+        offs_m = start_m * BLOCK_M + ttl.arange(0, BLOCK_M)
+        offs_n = ttl.arange(0, BLOCK_N)
+        offs_d = ttl.arange(0, HEAD_DIM)
+        q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qk
+        k_ptrs = K + off_z * stride_kz + off_h * stride_kh + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kk
+        v_ptrs = V + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vk
+        q = ttl.load(q_ptrs)
+        qk_scale = sm_scale * 1.44269504
+        end = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+        qk = ttl.dot(q, ttl.load(k_ptrs)) * qk_scale
+        if CAUSAL:
+            qk = ttl.where(offs_m[:, None] >= offs_n[None, :], qk, float("-inf"))
+        m_i = ttl.max(qk, 1)
+        p = ttl.math.exp2(qk - m_i[:, None])
+        l_i = ttl.sum(p, 1)
+        p = p.to(V.dtype.element_ty)
+        acc = ttl.zeros([BLOCK_M, HEAD_DIM], ttl.float32)
+        for start_n in range(BLOCK_N, end, BLOCK_N):
+            qk = ttl.dot(q, ttl.load(k_ptrs + start_n * stride_kn)) * qk_scale
+            acc = ttl.dot(p, ttl.load(v_ptrs + (start_n - BLOCK_N) * stride_vn), acc)
+            if CAUSAL:
+                qk = ttl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
+            m_ij = ttl.maximum(m_i, ttl.max(qk, 1))
+            p = ttl.math.exp2(qk - m_ij[:, None])
+            alpha = ttl.math.exp2(m_i - m_ij)
+            l_i = l_i * alpha + ttl.sum(p, 1)
+            p = p.to(V.dtype.element_ty)
+            acc = acc * alpha[:, None]
+            m_i = m_ij
+        acc = ttl.dot(p, ttl.load(v_ptrs + (end - BLOCK_N) * stride_vn), acc)
         out = acc / l_i[:, None]
         o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_ok
         ttl.store(o_ptrs, out.to(Out.dtype.element_ty))
@@ -1139,8 +1188,11 @@ def bench_attention(results, torch, timer):
 
 def attention_case(results, torch, timer, n_ctx, head_dim, causal):
     """Fused attention forward, fp16, batch 4 x 32 heads as Triton's tutorial 06: kernellab and
-    Triton run the same kernel text (examples.attention_fwd_kernel) with the same tiles, next
-    to torch's scaled_dot_product_attention. FLOPs: 4·Z·H·N²·D, halved when causal."""
+    Triton run the same kernel texts with the same tiles, next to torch's
+    scaled_dot_product_attention. The texts: the tutorial's order (examples.attention_fwd_kernel)
+    and the overlapped one (examples.attention_fwd_overlapped_kernel); "kernellab" is the order
+    examples.attention_overlaps picks for the head dim, "kernellab other order" the other one.
+    FLOPs: 4·Z·H·N²·D, halved when causal."""
     z, h = ATTENTION_BATCH, ATTENTION_HEADS
     case = f"N={n_ctx} D={head_dim}{' causal' if causal else ''}"
     q, k, v = (torch.randn(z, h, n_ctx, head_dim, device="cuda", dtype=torch.float16) for _ in range(3))
@@ -1168,12 +1220,26 @@ def attention_case(results, torch, timer, n_ctx, head_dim, causal):
         attend = torch.nn.functional.scaled_dot_product_attention
         return lambda: attend(q, k, v, is_causal=causal), ""
 
-    def triton_():
-        need_triton()
-        return checked(triton_attention_fwd_kernel)
+    def triton_(kernel):
+        def prepare():
+            need_triton()
+            return checked(kernel())
+        return prepare
+
+    orders = {"overlapped order": attention_fwd_overlapped_kernel, "tutorial order": attention_fwd_kernel}
+    chosen = "overlapped order" if attention_overlaps(head_dim) else "tutorial order"
+    other = next(order for order in orders if order != chosen)
+
+    def kernellab(order):
+        def prepare():
+            launch, note = checked(orders[order])
+            return launch, f"{order}; {note}"
+        return prepare
 
     compare(results, timer, "attention", case, "TFLOP/s",
-            {"kernellab": lambda: checked(attention_fwd_kernel), "torch sdpa": sdpa, "triton": triton_},
+            {"kernellab": kernellab(chosen), "kernellab other order": kernellab(other), "torch sdpa": sdpa,
+             "triton": triton_(lambda: triton_attention_fwd_kernel),
+             "triton overlapped": triton_(lambda: triton_attention_fwd_overlapped_kernel)},
             lambda ms: flops / (ms * 1e-3) / 1e12)  # fmt: skip
 
 
@@ -1500,7 +1566,7 @@ def render_table(results: Results, copy_gbps) -> str:
         head = [section + (f" ({unit})" if unit else "")] + providers
         has_kl = "kernellab" in providers
         others = [p for p in providers if p != "kernellab"] if has_kl else []
-        head += [f"kl/{p.split()[0]}" for p in others]
+        head += [f"kl/{p}" for p in others]
         if unit == "GB/s" and copy_gbps:
             head.append("kl/copy")
         rows = []
