@@ -1,7 +1,8 @@
 """Control flow (scf.for / scf.if / scf.while → basic blocks with phis), program ids, return.
 
 Every value crossing a block boundary is flattened into LLVM values (a scalar is one, a tensor
-one per register) so loop-carried tensors become lists of phis. Shared-memory buffers
+one per register) so loop-carried tensors become lists of phis; an scf.for carries a tensor of
+16-bit floats in pairs, one i32 phi each. Shared-memory buffers
 (descriptors) are compile-time facts and pass through unchanged. Barrier bookkeeping follows
 the control flow: a loop body starts with its own accesses pending (the previous iteration's),
 and an if merges the pending accesses of both branches.
@@ -11,21 +12,59 @@ from __future__ import annotations
 
 from xdsl.dialects import scf
 
+import llvmlite.ir as ir
+
 from kernellab.backends.llvm.errors import LoweringError
 from kernellab.backends.llvm.regions import flatten, lower_body, unflatten
+from kernellab.backends.llvm.types import BF16, F16, I32
 from kernellab.ir import tt
 
 
 def _phis(ctx, templates, block_from, name: str):
     """Phis for every flattened value of `templates`, with the incoming value from block_from."""
+    return _phis_of(ctx, [v for t in templates for v in flatten(t)], block_from, name)
+
+
+def _phis_of(ctx, values, block_from, name: str):
     b = ctx.b
     phis = []
-    for t in templates:
-        for v in flatten(t):
-            p = b.phi(v.type, name=name)
-            p.add_incoming(v, block_from)
-            phis.append(p)
+    for v in values:
+        p = b.phi(v.type, name=name)
+        p.add_incoming(v, block_from)
+        phis.append(p)
     return phis
+
+
+_HALVES = (F16, BF16)
+
+
+def _packed(ctx, values: list) -> list:
+    """A loop-carried tensor's 16-bit floats in pairs, one i32 phi each: the next iteration's
+    consumers that want pairs (a register operand of the tensor cores) take the phi as it is,
+    and the pair is made where its values are computed, where two narrowing conversions are
+    one instruction (cvt.rn.f16x2.f32), rather than two and a pack. Other values pass as they are."""
+    if len(values) % 2 or not all(v.type in _HALVES for v in values) or len({v.type for v in values}) != 1:
+        return values
+    b = ctx.b
+    pair = ir.VectorType(values[0].type, 2)
+    out = []
+    for lo, hi in zip(values[::2], values[1::2]):
+        vec = b.insert_element(b.insert_element(ir.Constant(pair, None), lo, I32(0)), hi, I32(1))
+        out.append(b.bitcast(vec, I32))
+    return out
+
+
+def _unpacked(ctx, like: list, values: list) -> list:
+    """`_packed`'s values back as `like`'s (the flattened template's) types."""
+    if len(values) == len(like):
+        return values
+    b = ctx.b
+    pair = ir.VectorType(like[0].type, 2)
+    out = []
+    for v in values:
+        vec = b.bitcast(v, pair)
+        out += [b.extract_element(vec, I32(0)), b.extract_element(vec, I32(1))]
+    return out
 
 
 def _rebuild(templates, flat):
@@ -53,11 +92,17 @@ def _for(ctx, op):
     b = ctx.b
     lb, ub, step = ctx.get(op.lb), ctx.get(op.ub), ctx.get(op.step)
     inits = [ctx.get(v) for v in op.iter_args]
+    init_flats = [flatten(t) for t in inits]
+    packed_inits = [_packed(ctx, flat) for flat in init_flats]
     pre, header, body, exit_ = _loop_blocks(ctx, "for", "header", "body")
     iv = b.phi(lb.type, name="iv")
     iv.add_incoming(lb, pre)
-    phis = _phis(ctx, inits, pre, "carried")
-    carried = _rebuild(inits, phis)
+    phis = _phis_of(ctx, [v for flat in packed_inits for v in flat], pre, "carried")
+    unpacked, pos = [], 0
+    for flat, packed in zip(init_flats, packed_inits):
+        unpacked += _unpacked(ctx, flat, phis[pos : pos + len(packed)])
+        pos += len(packed)
+    carried = _rebuild(inits, unpacked)
     b.cbranch(b.icmp_signed("<", iv, ub), body, exit_)
 
     before = ctx.barriers.snapshot()
@@ -74,7 +119,7 @@ def _for(ctx, op):
     nxt = b.add(iv, step)
     latch = b.block
     iv.add_incoming(nxt, latch)
-    flat = [v for t, y in zip(inits, yielded) for v in flatten(y, like=t)]
+    flat = [v for t, y in zip(inits, yielded) for v in _packed(ctx, flatten(y, like=t))]
     if len(flat) != len(phis):
         raise LoweringError("scf.for yields values whose register counts differ from its inits")
     for p, v in zip(phis, flat):

@@ -335,6 +335,20 @@ def loop_reduce_k(x_ptr, out_ptr, n_iter, BLOCK: tl.constexpr):
 
 
 @kl.jit
+def loop_carry_halves_k(h_ptr, g_ptr, h_out, g_out, n_iter, BLOCK: tl.constexpr):
+    """fp16 and bf16 tensors carried through a loop, computed in fp32 and narrowed each
+    iteration: the lowering carries them in pairs, one i32 phi each (control._packed)."""
+    offs = tl.arange(0, BLOCK)
+    h = tl.load(h_ptr + offs)
+    g = tl.load(g_ptr + offs)
+    for i in range(n_iter):
+        h = (h.to(tl.float32) * 0.75 + 0.5).to(tl.float16)
+        g = (g.to(tl.float32) * 0.5 - 0.25).to(tl.bfloat16)
+    tl.store(h_out + offs, h)
+    tl.store(g_out + offs, g)
+
+
+@kl.jit
 def shapes_k(x_ptr, y_ptr, cat_ptr, perm_ptr, view_ptr, M: tl.constexpr, N: tl.constexpr):
     rm = tl.arange(0, M)
     rn = tl.arange(0, N)
@@ -735,6 +749,13 @@ def _loop_reduce(rng):
     return [x, _nan(block), n], {"BLOCK": block}, (1,)
 
 
+def _loop_carry_halves(rng):
+    block = 512
+    h = rng.uniform(-8, 8, block).astype(np.float16)
+    g = rng.uniform(-8, 8, block).astype(ml_dtypes.bfloat16)
+    return [h, g, _nan(block, np.float16), _nan(block, ml_dtypes.bfloat16), 5], {"BLOCK": block}, (1,)
+
+
 def _shapes(rng):
     m, n = 16, 32
     x = rng.integers(-50, 50, (m, n)).astype(np.float32)
@@ -842,6 +863,8 @@ CASES = [
     Case("scalar", scalar_k, _scalar, (1, 2)),
     Case("loop_reduce", loop_reduce_k, _loop_reduce, (1,), rtol=1e-6, atol=1e-5),
     Case("loop_reduce_w8", loop_reduce_k, _loop_reduce, (1,), num_warps=8, rtol=1e-6, atol=1e-5),
+    # exact: each step's product is exact in fp32, so a fused multiply-add rounds as two ops do
+    Case("loop_carry_halves", loop_carry_halves_k, _loop_carry_halves, (2, 3)),
     Case("shapes", shapes_k, _shapes, (2, 3, 4), reference=_shapes_ref),
     Case("print", print_k, lambda rng: ([np.arange(8, dtype=np.float32) * 0.5], {"BLOCK": 8}, (2,)), ()),
 ]

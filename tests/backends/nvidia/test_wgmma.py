@@ -284,6 +284,9 @@ def test_overlapped_attentions_p_v_runs_beside_the_next_softmax(head_dim, causal
     pv_ptx = body.split("wgmma.commit_group")[2]  # from P·V's commit to the loop's end
     assert pv_ptx.count("wgmma.wait_group") == 1
     assert "ex2.approx" in pv_ptx.split("wgmma.wait_group")[0]
+    # P is carried in pairs: narrowed two at a time, and the pairs are P·V's registers as they are
+    assert "cvt.rn.f16x2.f32" in body and "cvt.rn.f16.f32" not in body
+    assert not re.search(r"mov\.b32\s+%r\d+, \{", body)
     assert ck.metadata["spills"] == 0
 
 
