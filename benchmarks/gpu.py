@@ -401,11 +401,11 @@ if triton is not None:
         end = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
         for start_n in range(0, end, BLOCK_N):
             k = ttl.load(k_ptrs + start_n * stride_kn)
-            qk = ttl.dot(q, k) * qk_scale
+            qk = ttl.dot(q, k)
             if CAUSAL:
                 qk = ttl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
-            m_ij = ttl.maximum(m_i, ttl.max(qk, 1))
-            p = ttl.math.exp2(qk - m_ij[:, None])
+            m_ij = ttl.maximum(m_i, ttl.max(qk, 1) * qk_scale)
+            p = ttl.math.exp2(qk * qk_scale - m_ij[:, None])
             alpha = ttl.math.exp2(m_i - m_ij)
             l_i = l_i * alpha + ttl.sum(p, 1)
             v = ttl.load(v_ptrs + start_n * stride_vn)
@@ -437,21 +437,21 @@ if triton is not None:
         q = ttl.load(q_ptrs)
         qk_scale = sm_scale * 1.44269504
         end = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
-        qk = ttl.dot(q, ttl.load(k_ptrs)) * qk_scale
+        qk = ttl.dot(q, ttl.load(k_ptrs))
         if CAUSAL:
             qk = ttl.where(offs_m[:, None] >= offs_n[None, :], qk, float("-inf"))
-        m_i = ttl.max(qk, 1)
-        p = ttl.math.exp2(qk - m_i[:, None])
+        m_i = ttl.max(qk, 1) * qk_scale
+        p = ttl.math.exp2(qk * qk_scale - m_i[:, None])
         l_i = ttl.sum(p, 1)
         p = p.to(V.dtype.element_ty)
         acc = ttl.zeros([BLOCK_M, HEAD_DIM], ttl.float32)
         for start_n in range(BLOCK_N, end, BLOCK_N):
-            qk = ttl.dot(q, ttl.load(k_ptrs + start_n * stride_kn)) * qk_scale
+            qk = ttl.dot(q, ttl.load(k_ptrs + start_n * stride_kn))
             acc = ttl.dot(p, ttl.load(v_ptrs + (start_n - BLOCK_N) * stride_vn), acc)
             if CAUSAL:
                 qk = ttl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
-            m_ij = ttl.maximum(m_i, ttl.max(qk, 1))
-            p = ttl.math.exp2(qk - m_ij[:, None])
+            m_ij = ttl.maximum(m_i, ttl.max(qk, 1) * qk_scale)
+            p = ttl.math.exp2(qk * qk_scale - m_ij[:, None])
             alpha = ttl.math.exp2(m_i - m_ij)
             l_i = l_i * alpha + ttl.sum(p, 1)
             p = p.to(V.dtype.element_ty)

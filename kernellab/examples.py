@@ -341,7 +341,9 @@ def attention_fwd_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm
     """softmax(Q Kᵀ · sm_scale) V for one BLOCK_M-row tile of one (batch, head), walking K and V
     in BLOCK_N-row tiles with the online softmax (running max and sum, rescaled as it goes);
     N_CTX a multiple of BLOCK_M and BLOCK_N. CAUSAL: a row sees only the keys at or before it,
-    so the walk stops at the tile's diagonal and masks inside the diagonal tiles."""
+    so the walk stops at the tile's diagonal and masks inside the diagonal tiles. As in Triton's
+    tutorial, the scale multiplies the row max of the raw scores (sm_scale > 0) and goes into
+    exp2's argument as one FMA per score rather than a multiply before the max."""
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
     off_z = off_hz // H
@@ -360,11 +362,11 @@ def attention_fwd_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh, stride_qm
     end = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
     for start_n in range(0, end, BLOCK_N):
         k = tl.load(k_ptrs + start_n * stride_kn)
-        qk = tl.dot(q, k) * qk_scale
+        qk = tl.dot(q, k)
         if CAUSAL:
             qk = tl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_ij[:, None])
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
         alpha = tl.math.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_ptrs + start_n * stride_vn)
@@ -401,21 +403,21 @@ def attention_fwd_overlapped_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh
     q = tl.load(q_ptrs)
     qk_scale = sm_scale * 1.44269504  # exp(x) = exp2(x * log2(e))
     end = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
-    qk = tl.dot(q, tl.load(k_ptrs)) * qk_scale
+    qk = tl.dot(q, tl.load(k_ptrs))
     if CAUSAL:
         qk = tl.where(offs_m[:, None] >= offs_n[None, :], qk, float("-inf"))
-    m_i = tl.max(qk, 1)
-    p = tl.math.exp2(qk - m_i[:, None])
+    m_i = tl.max(qk, 1) * qk_scale
+    p = tl.math.exp2(qk * qk_scale - m_i[:, None])
     l_i = tl.sum(p, 1)
     p = p.to(V.dtype.element_ty)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     for start_n in range(BLOCK_N, end, BLOCK_N):
-        qk = tl.dot(q, tl.load(k_ptrs + start_n * stride_kn)) * qk_scale  # the next tile's scores
+        qk = tl.dot(q, tl.load(k_ptrs + start_n * stride_kn))  # the next tile's scores
         acc = tl.dot(p, tl.load(v_ptrs + (start_n - BLOCK_N) * stride_vn), acc)  # this tile's P·V
         if CAUSAL:
             qk = tl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_ij[:, None])
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
         alpha = tl.math.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
         p = p.to(V.dtype.element_ty)
