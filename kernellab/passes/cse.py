@@ -3,9 +3,10 @@
 Two ops are identical when they have the same name, operands, properties, attributes and result
 types. Scoping follows dominance in structured control flow: an op may be reused by ops later in
 its block and inside regions nested there, never by ops outside the region it lives in. Ops with
-memory effects (tt.load included: a store may sit between two loads) are never merged, nor are
-ops with regions (comparing regions costs more than it saves in block programs). Each merge is
-counted on a `Rewrites` (merge-duplicate).
+memory effects (tt.load included: a store may sit between two loads) are never merged, except
+immutable shared copies of one value (`_frozen_copy`), nor are ops with regions (comparing
+regions costs more than it saves in block programs). Each merge is counted on a `Rewrites`
+(merge-duplicate).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from xdsl.ir import Block, Operation
 from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove, IsTerminator, is_side_effect_free
 
+from kernellab.ir import ttg
 from kernellab.passes.rewrite import Rewrites
 
 NAME = "cse"
@@ -42,8 +44,16 @@ def _mergeable(op: Operation) -> bool:
         bool(op.results)
         and not op.regions
         and not op.has_trait(IsTerminator)
-        and is_side_effect_free(op)
+        and (is_side_effect_free(op) or _frozen_copy(op))
     )
+
+
+def _frozen_copy(op: Operation) -> bool:
+    """A shared buffer made from a value and never written again (`ttg.local_alloc %x` into an
+    immutable memdesc): it holds that value for as long as it lives, so two copies of one value
+    are one. Attention staged Q twice where two dots read it (the overlapped order's first Q·Kᵀ
+    before its loop and the loop's): 16 KB of shared memory and its stores, once more."""
+    return isinstance(op, ttg.LocalAllocOp) and op.src is not None and not op.result.type.mutable
 
 
 def _cse_block(block: Block, scope: ChainMap) -> int:

@@ -110,3 +110,27 @@ def test_loop_body_reuses_values_from_before_the_loop():
     )
     check(ir, [re.compile(r"scf.for .*\{"), "%next = arith.addi %acc, %base"])
     check_not(ir, ["%again", "%one"])
+
+
+def test_immutable_shared_copies_of_one_value_merge_and_mutable_buffers_do_not():
+    # two dots reading one Q stage it twice; one buffer holds it for both
+    shared = "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>"
+    frozen = f"!ttg.memdesc<16x16xf16, {shared}, #ttg.shared_memory>"
+    mutable = f"!ttg.memdesc<16x16xf16, {shared}, #ttg.shared_memory, mutable>"
+    ir = run_on_body(
+        cse,
+        f"""
+    %q1 = ttg.local_alloc %x : (tensor<16x16xf16>) -> {frozen}
+    %q2 = ttg.local_alloc %x : (tensor<16x16xf16>) -> {frozen}
+    %y1 = ttg.local_load %q1 : {frozen} -> tensor<16x16xf16>
+    %y2 = ttg.local_load %q2 : {frozen} -> tensor<16x16xf16>
+    %r1 = ttg.local_alloc : () -> {mutable}
+    %r2 = ttg.local_alloc : () -> {mutable}
+    %z1 = ttg.local_alloc %y1 : (tensor<16x16xf16>) -> {frozen}
+    tt.return %y1, %y2, %r1, %r2, %z1 : tensor<16x16xf16>, tensor<16x16xf16>, {mutable}, {mutable}, {frozen}""",
+        args="%x: tensor<16x16xf16>",
+        results=f"(tensor<16x16xf16>, tensor<16x16xf16>, {mutable}, {mutable}, {frozen})",
+    )
+    check(ir, ["%q1 = ttg.local_alloc %x", "%y2 = ttg.local_load %q1", "%r1 = ttg.local_alloc :",
+               "%r2 = ttg.local_alloc :", "%z1 = ttg.local_alloc %y1"])  # fmt: skip
+    check_not(ir, ["%q2"])
