@@ -510,6 +510,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
         async_dot.tight = tight
     slots = _slots(body, async_dot, stages)
     ahead = stages - 1  # iterations in flight beyond this one
+    outer, preceding = loop.parent_block(), loop.prev_op
     before = OpBuilder(InsertPoint.before(loop))
     on_tma = _is_tma(plan.loads[0].load)
     for item in plan.loads if on_tma else ():
@@ -624,6 +625,51 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
         drain.insert(0, final)
     for op in reversed(drain):
         Rewriter.insert_op(op, InsertPoint.after(new_loop))
+    if not on_tma:
+        _issue_early(outer, preceding, new_loop)
+
+
+# Ops the prologue's copies may be issued ahead of: they only read memory or write a buffer of
+# their own (loads, shared copies of a value, fences for the async proxy, warp-group dots and
+# their waits); pure ops are passed as well. Anything else (stores, other copies and their
+# groups and waits, barriers, loops and branches) keeps the copies behind it.
+_PASSABLE = (tt.LoadOp, ttg.LocalAllocOp, ttg.LocalLoadOp, ttng.FenceAsyncSharedOp,
+             ttng.WarpGroupDotOp, ttng.WarpGroupDotWaitOp)  # fmt: skip
+
+
+def _issue_early(block: Block, preceding: Operation | None, loop: scf.ForOp) -> None:
+    """Move the prologue (the ops between `preceding` and `loop`) up `block`, with the pure ops
+    of the block it reads (the loop's bounds, say): each op right after the last op it must
+    follow, in block order. That is what defines its operands and, for an op with effects, the
+    prologue op with effects before it and the last op in between it may not pass
+    (`_PASSABLE`). The first tiles' copies are then in flight while the work before the loop
+    runs (attention loads Q, and in the overlapped order computes the first tile's scores and
+    softmax) instead of starting after it; their rings are allocated earlier, so the buffers of
+    that work take other shared memory."""
+    movers, op = set(), preceding.next_op if preceding is not None else block.first_op
+    while op is not loop:
+        movers.add(op)
+        op = op.next_op
+    stack = [value for op in movers for value in _reads(op)]
+    while stack:
+        owner = stack.pop().owner
+        if isinstance(owner, Operation) and owner.parent_block() is block and owner not in movers \
+                and is_side_effect_free(owner) and not owner.regions:  # fmt: skip
+            movers.add(owner)
+            stack.extend(owner.operands)
+    placed = None  # the last op with effects moved
+    for op in [op for op in block.ops if op in movers]:
+        pure = is_side_effect_free(op)
+        defined = {value.owner for value in _reads(op)}
+        target = op.prev_op
+        while target is not None and target not in defined and (pure or (
+                target is not placed and (is_side_effect_free(target) or isinstance(target, _PASSABLE)))):  # fmt: skip
+            target = target.prev_op
+        if target is not op.prev_op:
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.after(target) if target is not None else InsertPoint.at_start(block))
+        if not pure:
+            placed = op
 
 
 def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:

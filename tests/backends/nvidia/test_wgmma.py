@@ -413,14 +413,14 @@ def test_tf32_tutorial_matmul_is_wgmma_k8_with_b_transposed_into_a_k_major_ring(
     ck = compile_matmul(128, 128, 32, 4, 3, signature=TF32_SIGNATURE)
     ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
     check(ttgir, [
-        "#blocked = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>",
+        "#blocked1 = #ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>",
         "#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 8]}>",
         "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, elementBitWidth = 32}>",
         "#shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = 1, elementBitWidth = 32}>",
         "ttg.local_alloc : () -> !ttg.memdesc<4x128x32xf32, #shared, #smem, mutable>",
         "ttg.local_alloc : () -> !ttg.memdesc<4x32x128xf32, #shared1, #smem, mutable>",
         "scf.for", "ttg.async_wait", "ttg.async_copy_global_to_local",
-        "tensor<32x128x!tt.ptr<f32>, #blocked>", "ttng.warp_group_dot",
+        "tensor<32x128x!tt.ptr<f32>, #blocked1>", "ttng.warp_group_dot",
     ])  # fmt: skip
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.\S+", ptx)) == {
         "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32"
