@@ -287,3 +287,35 @@ def test_the_persistent_matmul_pipelines_across_tiles(target, bn):
         assert "mma.sync.aligned.m16n8k16" in ptx
     assert "selp.f32" not in ptx  # no select per accumulator register and K step
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
+
+
+@kl.jit
+def store_then_walk(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Loads y, stores through out_ptr, loads x, then a pipelined loop over x: its first copies
+    may be issued ahead of the loads, never ahead of the store (x may alias out)."""
+    offs = tl.arange(0, BLOCK)
+    y = tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, y * 2.0)
+    first = tl.load(x_ptr + offs)
+    acc = first * 0.5
+    for i in tl.range(0, n, num_stages=3):
+        acc += tl.load(x_ptr + i * BLOCK + offs)
+    tl.store(out_ptr + offs, acc + y)
+
+
+def test_the_prologue_copies_go_ahead_of_loads_but_not_of_a_store():
+    """The first copies are issued as early as allowed: ahead of the load after the store (and
+    the math on it), behind the store, which they may not pass (x may alias out)."""
+    ck = kl.compile(store_then_walk, signature="*fp32,*fp32,*fp32,i32", constexprs={"BLOCK": 256},
+                    attrs={n: ALIGNED for n in ("x_ptr", "y_ptr", "out_ptr")}, target="sm_90")  # fmt: skip
+    before = ck.asm["ttgir"].split("tt.func", 1)[1].split("scf.for", 1)[0]
+    store, copy = before.index("tt.store"), before.index("ttg.async_copy_global_to_local")
+    assert before.index("tt.load") < store < copy < before.index("tt.load", store)
+
+
+def test_attentions_first_copies_are_in_flight_while_q_loads():
+    from tests.backends.nvidia.test_wgmma import compile_attention
+
+    for overlapped in (False, True):
+        before = compile_attention(overlapped=overlapped).asm["ttgir"].split("scf.for", 1)[0]
+        assert before.index("ttg.async_copy_global_to_local") < before.index("tt.load %q_ptrs")

@@ -2,7 +2,7 @@
 num_stages 1..4 with K masked, K shorter than the pipeline, and bf16; the persistent matmul's
 fused loop nest (flatten=True) over few and many programs; the persistent softmax
 (a row loop with tl.range's num_stages, a masked `other` of -inf); a loop whose masked-off
-value is not zero."""
+value is not zero; a loop whose first copies read what a store before it wrote."""
 
 from __future__ import annotations
 
@@ -163,3 +163,23 @@ def test_a_nonzero_other_survives_the_copy(torch, n_rows):
     assert "cp.async" in compiled.asm["ptx"]
     expected = np.concatenate([x_np.max(axis=0), np.full(56, -1.0e30, np.float32)])
     np.testing.assert_array_equal(out.cpu().numpy(), expected)
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_early_copies_read_what_the_store_before_the_loop_wrote(torch, n):
+    """x and out are one buffer: the loop's first copies, issued early, must still see the
+    store before the loop (test_pipelining.py: they stay behind it)."""
+    from tests.backends.nvidia.test_pipelining import store_then_walk
+
+    block = 256
+    rng = np.random.default_rng()
+    buf = rng.standard_normal(n * block).astype(np.float32)
+    y = rng.standard_normal(block).astype(np.float32)
+    x = buf.astype(np.float64)
+    x[:block] = 2.0 * y
+    expected = x.copy()
+    expected[:block] = 0.5 * x[:block] + x.reshape(n, block).sum(axis=0) + y
+    t_buf, t_y = torch.from_numpy(buf).cuda(), torch.from_numpy(y).cuda()
+    store_then_walk[(1,)](t_buf, t_y, t_buf, n, BLOCK=block)
+    torch.cuda.synchronize()
+    assert_close64(t_buf.cpu().numpy(), expected, 1e-5 * (np.abs(expected) + 1.0), "out")
