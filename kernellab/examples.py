@@ -431,9 +431,10 @@ def attention_fwd_overlapped_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh
 
 def attention_overlaps(head_dim: int) -> bool:
     """Whether attention_fwd_overlapped_kernel is the order to run at this head dim. Measured on
-    an H200 (benchmarks/gpu.py, 128x64 tiles on 8 warps): at 64, where the softmax is the larger
-    share of a tile's time, running P·V beside it made attention 1-3% faster; at 128 the
-    overlapped order was 4-18% slower (it needs 206 registers a thread against 177)."""
+    an H200 (benchmarks/gpu.py, 128x64 tiles on 8 warps, N 1024 to 16384): at 64, where the
+    softmax is the larger share of a tile's time, running P·V beside it was 1-3% faster without
+    a causal mask and within 2% with one; at 128 the overlapped order was 4-17% slower without a
+    mask and within 5% with one (it needs 186 registers a thread against 159)."""
     return head_dim <= 64
 
 
