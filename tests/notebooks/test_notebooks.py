@@ -265,8 +265,12 @@ def check_05(nb, text):
         m = re.search(r"sum of the buffers: (\d+) bytes; the kernel needs (\d+)", text)
         assert m and int(m.group(2)) < int(m.group(1)), "liveness should let buffers share bytes"
         assert "warps per SM" in text
+        # attention's two orders: nothing between a dot's issue and its wait, or the softmax
+        assert "tutorial order    issue Q·Kᵀ → wait → 34 exp2 → issue P·V" in text
+        assert "overlapped order  issue Q·Kᵀ → wait → issue P·V → 34 exp2 → wait" in text
     else:
         assert "sm_90 is not available in this build" in text
+        assert "sm_90a code is not available in this build" in text
 
 
 def check_06(nb, text):
