@@ -48,10 +48,14 @@ def providers():
 
 def sweep_case(torch, timer, n_ctx: int, head_dim: int, causal: bool) -> dict:
     z, h = gpu.ATTENTION_BATCH, gpu.ATTENTION_HEADS
-    q, k, v = (torch.randn(z, h, n_ctx, head_dim, device="cuda", dtype=torch.float16) for _ in range(3))
+    q, k, v = (
+        torch.randn(z, h, n_ctx, head_dim, device="cuda", dtype=torch.float16) for _ in range(3)
+    )
     sm_scale = head_dim**-0.5
     flops = 4.0 * z * h * n_ctx * n_ctx * head_dim * (0.5 if causal else 1.0)
-    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), is_causal=causal
+    )
 
     def launcher(kernel, config):
         block_m, block_n, warps, stages = config
@@ -89,15 +93,24 @@ def sweep_case(torch, timer, n_ctx: int, head_dim: int, causal: bool) -> dict:
                 best[name] = (config, value)
     launches = {name: launcher(providers()[name], config) for name, (config, _) in best.items()}
     final = {name: round(tflops(ms), 1) for name, (ms, _) in timer.interleaved(launches).items()}
-    return {"table": table, "best": {name: {"config": list(best[name][0]), "tflops": final[name]} for name in best}}
+    return {
+        "table": table,
+        "best": {name: {"config": list(best[name][0]), "tflops": final[name]} for name in best},
+    }
 
 
 def render(case: str, result: dict) -> str:
     names = list(providers())
     head = ["config"] + names
-    rows = [[config] + [str(cells.get(n, "-")) for n in names] for config, cells in result["table"].items()]
+    rows = [
+        [config] + [str(cells.get(n, "-")) for n in names]
+        for config, cells in result["table"].items()
+    ]
     best = result["best"]
-    rows.append(["best, interleaved"] + [f"{best[n]['tflops']} {tuple(best[n]['config'])}" if n in best else "-" for n in names])
+    rows.append(
+        ["best, interleaved"]
+        + [f"{best[n]['tflops']} {tuple(best[n]['config'])}" if n in best else "-" for n in names]
+    )
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     lines = [f"{case} (TFLOP/s)", "  ".join(c.rjust(w) for c, w in zip(head, widths))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
@@ -109,9 +122,13 @@ def render(case: str, result: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--head-dim", type=int, default=64)
-    parser.add_argument("--seqs", default="1024,4096,16384", help="comma-separated sequence lengths")
+    parser.add_argument(
+        "--seqs", default="1024,4096,16384", help="comma-separated sequence lengths"
+    )
     args = parser.parse_args(argv)
     import torch
 
@@ -126,7 +143,9 @@ def main(argv=None) -> int:
     record = {"device": device, "date": str(datetime.date.today()), "command": " ".join(sys.argv),
               "versions": gpu.versions(), "cases": results}  # fmt: skip
     name = f"{device}-{datetime.date.today()}-attention-sweep.json"
-    for folder in [gpu.ROOT / "benchmarks" / "results"] + ([Path(os.environ["OUT"])] if os.environ.get("OUT") else []):
+    for folder in [gpu.ROOT / "benchmarks" / "results"] + (
+        [Path(os.environ["OUT"])] if os.environ.get("OUT") else []
+    ):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(json.dumps(record, indent=1))
     print("results:", name)

@@ -42,8 +42,10 @@ def _packed(ctx, values: list) -> list:
     """A loop-carried tensor's 16-bit floats in pairs, one i32 phi each: the next iteration's
     consumers that want pairs (a register operand of the tensor cores) take the phi as it is,
     and the pair is made where its values are computed, where two narrowing conversions are
-    one instruction (cvt.rn.f16x2.f32), rather than two and a pack. Other values pass as they are."""
-    if len(values) % 2 or not all(v.type in _HALVES for v in values) or len({v.type for v in values}) != 1:
+    one instruction (cvt.rn.f16x2.f32), rather than two and a pack. Other values pass as they
+    are."""
+    kinds = {v.type for v in values}
+    if len(values) % 2 or len(kinds) != 1 or kinds.pop() not in _HALVES:
         return values
     b = ctx.b
     pair = ir.VectorType(values[0].type, 2)

@@ -25,9 +25,14 @@ The rewrite, for S stages (Triton's shape):
     (it waits for its predecessor right after issuing). Behind other dots, as attention's
     P·V, the asynchronous dot stays in flight until the next iteration's first dot, whose
     wait drains it before the refill, so S slots do (as Triton's; a slot more would cost a
-    program per SM where shared memory sets the occupancy);
+    program per SM where shared memory sets the occupancy). A last dot whose result is read
+    later in its own iteration (the overlapped attention's P·V, read by the rescale after the
+    next tile's softmax) runs asynchronously up to that read and is waited for there, its
+    register A kept live by the wait: S slots as well, and S = 2 will do;
   - the prologue issues the copies of iterations 0..S-2 (`ttg.async_copy_global_to_local` into
-    slot i, masked by `i < trip count`), each iteration's copies one commit group;
+    slot i, masked by `i < trip count`), each iteration's copies one commit group, as early in
+    the block as their operands and the ops before them allow (`_issue_early`: ahead of loads,
+    never of a store);
   - iteration k starts with `ttg.async_wait {num = S-2}` (its own group has landed; the
     lowering follows the wait with a barrier) and reads its tile from its slot (the memdesc
     the local_alloc made, or a `ttg.local_load`, then `arith.select` with the load's `other`);
@@ -616,8 +621,8 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
         drain += [ttg.LocalDeallocOp(ring) for ring in (*rings, barriers)]
     else:
         drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
-    if async_dot is not None and not async_dot.waited_in_body:  # the last dot may still run:
-        # wait before the result is read
+    # a last dot still running after the loop is waited for before its result is read
+    if async_dot is not None and not async_dot.waited_in_body:
         index = next(i for i, v in enumerate(new_loop.body.block.last_op.operands) if v is async_dot.yielded)
         result = new_loop.results[index]
         final = ttng.WarpGroupDotWaitOp(result, 0)
@@ -635,6 +640,12 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
 # groups and waits, barriers, loops and branches) keeps the copies behind it.
 _PASSABLE = (tt.LoadOp, ttg.LocalAllocOp, ttg.LocalLoadOp, ttng.FenceAsyncSharedOp,
              ttng.WarpGroupDotOp, ttng.WarpGroupDotWaitOp)  # fmt: skip
+
+
+def _passable(op: Operation, placed: Operation | None) -> bool:
+    """Whether a prologue op with effects may move above `op` (never above `placed`, the one
+    before it)."""
+    return op is not placed and (is_side_effect_free(op) or isinstance(op, _PASSABLE))
 
 
 def _issue_early(block: Block, preceding: Operation | None, loop: scf.ForOp) -> None:
@@ -662,12 +673,12 @@ def _issue_early(block: Block, preceding: Operation | None, loop: scf.ForOp) -> 
         pure = is_side_effect_free(op)
         defined = {value.owner for value in _reads(op)}
         target = op.prev_op
-        while target is not None and target not in defined and (pure or (
-                target is not placed and (is_side_effect_free(target) or isinstance(target, _PASSABLE)))):  # fmt: skip
+        while target is not None and target not in defined and (pure or _passable(target, placed)):
             target = target.prev_op
         if target is not op.prev_op:
             op.detach()
-            Rewriter.insert_op(op, InsertPoint.after(target) if target is not None else InsertPoint.at_start(block))
+            where = InsertPoint.after(target) if target is not None else InsertPoint.at_start(block)
+            Rewriter.insert_op(op, where)
         if not pure:
             placed = op
 
@@ -725,11 +736,13 @@ class _AsyncDot:
 
 
 def _async_dot(body: Block, plan: _Plan, stages: int) -> _AsyncDot | None:
-    """The loop's last warp-group dot, when it can run asynchronously: its result only carried
-    to the next iteration, its shared operands pipelined (or written before the loop), and at
-    least 3 stages (one slot is still read by the running dot while another is refilled). A
-    register operand A may come from this iteration (attention's P): nothing writes it again
-    before the next iteration's wait."""
+    """The loop's last warp-group dot, when it can run asynchronously. Either its result is read
+    later in this iteration, after other work (`_first_reader`), and its shared operands are
+    pipelined: it is waited for there. Or its result is only carried to the next iteration, its
+    shared operands pipelined (or written before the loop), with at least 3 stages (one slot is
+    still read by the running dot while another is refilled); a register operand A may then
+    come from this iteration (attention's P): nothing writes it again before the next
+    iteration's wait."""
     dots = [op for op in body.ops if isinstance(op, ttng.WarpGroupDotOp)]
     if not dots:
         return None
