@@ -47,30 +47,10 @@ def providers():
 
 
 def sweep_case(torch, timer, n_ctx: int, head_dim: int, causal: bool) -> dict:
-    z, h = gpu.ATTENTION_BATCH, gpu.ATTENTION_HEADS
-    q, k, v = (
-        torch.randn(z, h, n_ctx, head_dim, device="cuda", dtype=torch.float16) for _ in range(3)
-    )
-    sm_scale = head_dim**-0.5
-    flops = 4.0 * z * h * n_ctx * n_ctx * head_dim * (0.5 if causal else 1.0)
-    ref = torch.nn.functional.scaled_dot_product_attention(
-        q.float(), k.float(), v.float(), is_causal=causal
-    )
+    flops, _, run = gpu.attention_problem(torch, n_ctx, head_dim, causal)
 
     def launcher(kernel, config):
-        block_m, block_n, warps, stages = config
-        out = torch.full_like(q, float("nan"))
-
-        def launch():
-            kernel[(n_ctx // block_m, z * h)](
-                q, k, v, out, sm_scale, *q.stride(), *k.stride(), *v.stride(), *out.stride(), h,
-                n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-                num_warps=warps, num_stages=stages,
-            )  # fmt: skip
-
-        launch()
-        torch.cuda.synchronize()
-        err = float((out.float() - ref).norm() / ref.norm())
+        launch, err = run(kernel, config)
         if not err <= gpu.ATTENTION_TOLERANCE:
             raise AssertionError(f"relative error {err:.3g}")
         return launch

@@ -1186,39 +1186,55 @@ def bench_attention(results, torch, timer):
                 attention_case(results, torch, timer, n_ctx, head_dim, causal)
 
 
-def attention_case(results, torch, timer, n_ctx, head_dim, causal):
-    """Fused attention forward, fp16, batch 4 x 32 heads as Triton's tutorial 06: kernellab and
-    Triton run the same kernel texts with the same tiles, next to torch's
-    scaled_dot_product_attention. The texts: the tutorial's order (examples.attention_fwd_kernel)
-    and the overlapped one (examples.attention_fwd_overlapped_kernel); "kernellab" is the order
-    examples.attention_overlaps picks for the head dim, "kernellab other order" the other one.
-    FLOPs: 4·Z·H·N²·D, halved when causal."""
+def attention_problem(torch, n_ctx: int, head_dim: int, causal: bool):
+    """One fused-attention problem, fp16, batch 4 x 32 heads as Triton's tutorial 06: its FLOPs
+    (4·Z·H·N²·D, halved when causal), torch's scaled_dot_product_attention on it, and
+    `run(kernel, config)`, which launches a kernel text (examples' or Triton's copy) with a
+    (BLOCK_M, BLOCK_N, num_warps, num_stages) config once on NaN-filled outputs and returns the
+    launch and its relative error against torch's fp32 result."""
     z, h = ATTENTION_BATCH, ATTENTION_HEADS
-    case = f"N={n_ctx} D={head_dim}{' causal' if causal else ''}"
     q, k, v = (torch.randn(z, h, n_ctx, head_dim, device="cuda", dtype=torch.float16) for _ in range(3))
     sm_scale = head_dim**-0.5
     flops = 4.0 * z * h * n_ctx * n_ctx * head_dim * (0.5 if causal else 1.0)
-    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
-    block_m, block_n, warps, stages = attention_config(head_dim)
+    attend = torch.nn.functional.scaled_dot_product_attention
+    ref = attend(q.float(), k.float(), v.float(), is_causal=causal)
 
-    def launch(kernel, out):
-        grid = (n_ctx // block_m, z * h)
-        kernel[grid](q, k, v, out, sm_scale, *q.stride(), *k.stride(), *v.stride(), *out.stride(),
-                     h, n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-                     num_warps=warps, num_stages=stages)  # fmt: skip
+    def run(kernel, config):
+        block_m, block_n, warps, stages = config
+        out = torch.full_like(q, float("nan"))
+
+        def launch():
+            kernel[(n_ctx // block_m, z * h)](
+                q, k, v, out, sm_scale, *q.stride(), *k.stride(), *v.stride(), *out.stride(), h,
+                n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+                num_warps=warps, num_stages=stages,
+            )  # fmt: skip
+
+        launch()
+        torch.cuda.synchronize()
+        return launch, float((out.float() - ref).norm() / ref.norm())
+
+    return flops, lambda: attend(q, k, v, is_causal=causal), run
+
+
+def attention_case(results, torch, timer, n_ctx, head_dim, causal):
+    """Fused attention forward (attention_problem): kernellab and Triton run the same kernel
+    texts with the same tiles (attention_config), next to torch's scaled_dot_product_attention.
+    The texts: the tutorial's order (examples.attention_fwd_kernel) and the overlapped one
+    (examples.attention_fwd_overlapped_kernel); "kernellab" is the order
+    examples.attention_overlaps picks for the head dim, "kernellab other order" the other one."""
+    case = f"N={n_ctx} D={head_dim}{' causal' if causal else ''}"
+    flops, attend, run = attention_problem(torch, n_ctx, head_dim, causal)
+    config = attention_config(head_dim)
 
     def checked(kernel):
-        out = torch.full_like(q, float("nan"))
-        launch(kernel, out)
-        torch.cuda.synchronize()
-        err = float((out.float() - ref).norm() / ref.norm())
+        launch, err = run(kernel, config)
         if not err <= ATTENTION_TOLERANCE:
             return None, f"WRONG: relative error {err:.3g}"
-        return lambda: launch(kernel, out), f"rel. error {err:.1e}"
+        return launch, f"rel. error {err:.1e}"
 
     def sdpa():
-        attend = torch.nn.functional.scaled_dot_product_attention
-        return lambda: attend(q, k, v, is_causal=causal), ""
+        return attend, ""
 
     def triton_(kernel):
         def prepare():
