@@ -96,6 +96,7 @@ def _for(ctx, op):
     inits = [ctx.get(v) for v in op.iter_args]
     init_flats = [flatten(t) for t in inits]
     packed_inits = [_packed(ctx, flat) for flat in init_flats]
+    ctx.barriers.before_loop(ctx.smem.accesses_in(op))
     pre, header, body, exit_ = _loop_blocks(ctx, "for", "header", "body")
     iv = b.phi(lb.type, name="iv")
     iv.add_incoming(lb, pre)
@@ -175,6 +176,7 @@ def _if(ctx, op):
 def _while(ctx, op):
     b = ctx.b
     inits = [ctx.get(v) for v in op.arguments]
+    ctx.barriers.before_loop(ctx.smem.accesses_in(op))
     pre, before_bb, after_bb, exit_ = _loop_blocks(ctx, "while", "before", "after")
     phis = _phis(ctx, inits, pre, "wcarried")
     before = ctx.barriers.snapshot()

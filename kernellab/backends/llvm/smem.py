@@ -14,8 +14,12 @@ dynamic shared memory size.
 Barriers. While emitting code the lowering tells the tracker about every shared-memory access
 (byte interval, read or write). Accesses since the last barrier are pending; a new access that
 overlaps a pending one and where either writes (RAW, WAR, WAW) gets a `bar.sync` first. Loops
-start with their whole body's accesses pending (the previous iteration's), and branches merge
-by union, so a barrier is emitted only where some path needs it. An access may name LLVM values
+start with their whole body's accesses pending (the previous iteration's: reads of a buffer
+that is immutable after its local_alloc stay reads), an access pending from before a loop that
+conflicts with the body's gets its barrier before the loop (once, not per iteration), and
+branches merge by union, so a barrier is emitted only where some path needs it. A wait on an
+mbarrier that hands a ring's slots between threads orders the ring's accesses itself
+(`ordered`). An access may name LLVM values
 its op computed before it and uses after it (`keep`: a scan's prefixes within a warp); it
 returns them as valid past any barrier it made, which on the CPU, whose barrier ends the kernel
 function's phase, are copies reloaded in the next phase (backends/cpu/lowering/phases.py).
@@ -61,10 +65,11 @@ class SmemPlan:
     buffers: dict = field(default_factory=dict)  # SSAValue -> offset
     buffer_size: dict = field(default_factory=dict)
     total: int = 0
-    op_accesses: dict = field(default_factory=dict)  # op -> list[Interval] (self and nested)
+    # op -> [(Interval, may write)] of itself and the ops nested in it
+    op_accesses: dict = field(default_factory=dict)
     placements: list = field(default_factory=list)  # every Placement, largest first
 
-    def accesses_in(self, op: Operation) -> list[Interval]:
+    def accesses_in(self, op: Operation) -> list[tuple[Interval, bool]]:
         return self.op_accesses.get(op, [])
 
 
@@ -145,18 +150,21 @@ def plan_shared_memory(func_op, scratch_bytes, memdesc_bytes, memdesc_align=lamb
             plan.scratch_size[b.key] = b.size
         plan.total = max(plan.total, b.offset + b.size)
 
-    # every op's own shared-memory intervals, then rolled up into the ops that contain them
-    def own(op: Operation) -> list[Interval]:
+    # every op's own shared-memory intervals and whether it may write them (its scratch, a
+    # buffer it allocates, a mutable one it takes or views; an immutable buffer is only read
+    # after its local_alloc), then rolled up into the ops that contain them
+    def own(op: Operation) -> list[tuple[Interval, bool]]:
         out = []
         if op in plan.scratch:
-            out.append(Interval(plan.scratch[op], plan.scratch[op] + plan.scratch_size[op]))
+            out.append((Interval(plan.scratch[op], plan.scratch[op] + plan.scratch_size[op]), True))
         for v in list(op.operands) + list(op.results):
-            v = ttg.memdesc_root(v)
-            if v in plan.buffers:
-                out.append(Interval(plan.buffers[v], plan.buffers[v] + plan.buffer_size[v]))
+            root = ttg.memdesc_root(v)
+            if root in plan.buffers:
+                write = root.type.mutable or isinstance(op, ttg.LocalAllocOp)  # not a view op
+                out.append((Interval(plan.buffers[root], plan.buffers[root] + plan.buffer_size[root]), write))
         return out
 
-    def roll(op: Operation) -> list[Interval]:
+    def roll(op: Operation) -> list[tuple[Interval, bool]]:
         acc = own(op)
         for region in op.regions:
             for block in region.blocks:
@@ -205,6 +213,12 @@ class BarrierTracker:
         if (iv, False) not in self.pending:
             self.pending.append((iv, False))
 
+    def ordered(self, iv: Interval) -> None:
+        """An mbarrier wait now orders every thread's accesses to `iv` (a ring whose slots the
+        barriers hand from the copies to the readers and back, passes/ttgir/pipeline_loops.py):
+        they are no longer pending, and no `bar.sync` goes between them."""
+        self.pending = [(p, w) for p, w in self.pending if not p.overlaps(iv)]
+
     def free(self, iv: Interval) -> None:
         """A barrier now if `iv` has pending accesses: whatever comes next may write it."""
         if any(p.overlaps(iv) for p, _ in self.pending):
@@ -229,8 +243,16 @@ class BarrierTracker:
                     out.append(item)
         self.pending = out
 
-    def assume_all(self, intervals: list[Interval]) -> None:
-        """Add accesses (read+write) that may be pending from another path (loop back edge)."""
-        for iv in intervals:
-            if (iv, True) not in self.pending:
-                self.pending.append((iv, True))
+    def before_loop(self, accesses: list[tuple[Interval, bool]]) -> None:
+        """A loop whose body makes `accesses` (interval, may write) is about to start: where an
+        access pending from before it conflicts with one of them, the barrier goes here, once,
+        rather than at that access in every iteration."""
+        if any((w or write) and p.overlaps(iv) for p, w in self.pending for iv, write in accesses):
+            self.barrier()
+
+    def assume_all(self, accesses: list[tuple[Interval, bool]]) -> None:
+        """Add accesses that may be pending from another path (loop back edge): (interval, may
+        write) pairs."""
+        for access in accesses:
+            if access not in self.pending:
+                self.pending.append(access)

@@ -401,6 +401,26 @@ def test_barrier_tracker_orders_only_conflicting_accesses():
     assert emitted == [1, 1]
 
 
+def test_barrier_tracker_hoists_a_loops_barrier_and_lets_mbarriers_order_a_ring():
+    emitted = []
+    t = BarrierTracker(lambda: emitted.append(1))
+    q, ring = Interval(0, 64), Interval(64, 256)
+    t.access(q, write=True)  # staged before the loop
+    body = [(q, False), (ring, True)]  # the loop reads q (immutable) and fills and reads the ring
+    t.before_loop(body)  # q's write conflicts with the body's read: one barrier, before the loop
+    assert emitted == [1] and t.pending == []
+    t.assume_all(body)  # the back edge: q is only read, so reading it again needs no barrier
+    t.access(q, write=False)
+    assert emitted == [1]
+    t.ordered(ring)  # an mbarrier wait hands the ring's slots over: no bar.sync for them
+    t.access(ring, write=False)
+    t.ordered(ring)
+    t.before_async_write(ring)
+    assert emitted == [1]
+    t.before_loop([(Interval(512, 576), True)])  # nothing pending there: no barrier
+    assert emitted == [1]
+
+
 def test_scratch_of_consecutive_reductions_is_reused():
     @kl.jit
     def two(x_ptr, out_ptr, N: tl.constexpr):
