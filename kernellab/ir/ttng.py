@@ -200,17 +200,50 @@ class BarrierExpectOp(IRDLOperation):
 
 @op_definition
 class WaitBarrierOp(IRDLOperation):
-    """`ttng.wait_barrier %bar, %phase`: every thread waits until the phase of parity `phase`
-    has completed (its arrivals and bytes are in)."""
+    """`ttng.wait_barrier %bar, %phase[ deps %ring, ...]`: every thread waits until the phase of
+    parity `phase` has completed (its arrivals and bytes are in). `deps`: the buffers whose
+    accesses the barrier's protocol orders (a cp.async ring's copies and reads), so that the
+    lowering puts no `bar.sync` between the threads' accesses to them."""
 
     name = "ttng.wait_barrier"
     alloc = operand_def(MemDescType)
     phase = operand_def(i32)
+    deps = var_operand_def(MemDescType)
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    assembly_format = "$alloc `,` $phase attr-dict `:` type($alloc)"
+    assembly_format = "$alloc `,` $phase (`deps` $deps^)? attr-dict `:` type($alloc) (`,` type($deps)^)?"
 
-    def __init__(self, alloc: SSAValue, phase: SSAValue):
-        super().__init__(operands=[alloc, phase])
+    def __init__(self, alloc: SSAValue, phase: SSAValue, deps: tuple[SSAValue, ...] = ()):
+        super().__init__(operands=[alloc, phase, list(deps)])
+
+
+@op_definition
+class ArriveBarrierOp(IRDLOperation):
+    """`ttng.arrive_barrier %bar, %pred`: every thread arrives on the mbarrier once (nothing
+    happens where `pred` is false): a consumer saying it is done reading a ring's slot."""
+
+    name = "ttng.arrive_barrier"
+    alloc = operand_def(MemDescType)
+    pred = operand_def(i1)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$alloc `,` $pred attr-dict `:` type($alloc)"
+
+    def __init__(self, alloc: SSAValue, pred: SSAValue):
+        super().__init__(operands=[alloc, pred])
+
+
+@op_definition
+class AsyncCopyMbarrierArriveOp(IRDLOperation):
+    """`ttng.async_copy_mbarrier_arrive %bar`: the mbarrier counts this thread's arrival once
+    every cp.async copy the thread issued before it has landed (`.noinc`: the barrier's init
+    count includes these arrivals, one per thread)."""
+
+    name = "ttng.async_copy_mbarrier_arrive"
+    alloc = operand_def(MemDescType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$alloc attr-dict `:` type($alloc)"
+
+    def __init__(self, alloc: SSAValue):
+        super().__init__(operands=[alloc])
 
 
 @op_definition
@@ -336,4 +369,7 @@ TMA_OPS = (
     TensormapFenceproxyAcquireOp,
 )  # fmt: skip
 
-TTNG = Dialect("ttng", [WarpGroupDotOp, WarpGroupDotWaitOp, *TMA_OPS], [])
+# a cp.async ring synchronized by mbarriers instead of bar.sync (passes/ttgir/pipeline_loops.py)
+COPY_BARRIER_OPS = (ArriveBarrierOp, AsyncCopyMbarrierArriveOp)
+
+TTNG = Dialect("ttng", [WarpGroupDotOp, WarpGroupDotWaitOp, *TMA_OPS, *COPY_BARRIER_OPS], [])

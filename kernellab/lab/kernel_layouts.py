@@ -24,8 +24,10 @@ KINDS = {
     "ttg.swizzled_shared": "swizzled_shared",
 }
 
-# the ops that use a shared buffer as an mbarrier (TMA's completion), not as data
-MBARRIER_OPS = {"ttng.init_barrier", "ttng.inval_barrier", "ttng.barrier_expect", "ttng.wait_barrier"}
+# the ops whose first operand is a shared buffer used as an mbarrier (TMA's completion, a cp.async
+# ring's hand-over), not as data (wait_barrier's later operands are the data it orders)
+MBARRIER_OPS = {"ttng.init_barrier", "ttng.inval_barrier", "ttng.barrier_expect", "ttng.wait_barrier",
+                "ttng.arrive_barrier", "ttng.async_copy_mbarrier_arrive"}  # fmt: skip
 
 
 @dataclass
@@ -218,7 +220,7 @@ def _views(buffer):
 
 def _holds_mbarriers(buffer) -> bool:
     return any(
-        use.operation.name in MBARRIER_OPS for view in _views(buffer) for use in view.uses
+        use.operation.name in MBARRIER_OPS and use.index == 0 for view in _views(buffer) for use in view.uses
     )
 
 

@@ -30,7 +30,7 @@ from kernellab.backends.llvm.layout import Lay
 from kernellab.backends.llvm.memory import vector_width
 from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval, element_pointer, vector_run
 from kernellab.backends.llvm.types import I8, I32, I64, mem_bytes
-from kernellab.ir import ttg
+from kernellab.ir import ttg, ttng
 from kernellab.layouts import from_encoding
 from kernellab.layouts.banks import offsets
 
@@ -136,9 +136,15 @@ def _wait(ctx, op: ttg.AsyncWaitOp) -> None:
     ctx.set(op.result, None)
 
 
+def _mbarrier_arrive(ctx, op: ttng.AsyncCopyMbarrierArriveOp) -> None:
+    bar = ctx.b.ptrtoint(ctx.smem_ptr(base_offset(ctx, ctx.get(op.alloc))), I32)
+    ctx.asm(ir.VoidType(), "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", [bar])
+
+
 # op class -> fn(ctx, op): NVIDIA's rules for the pipeliner's ops
 RULES = {
     ttg.AsyncCopyGlobalToLocalOp: _async_copy,
     ttg.AsyncCommitGroupOp: _commit_group,
     ttg.AsyncWaitOp: _wait,
+    ttng.AsyncCopyMbarrierArriveOp: _mbarrier_arrive,
 }

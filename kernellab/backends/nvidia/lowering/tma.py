@@ -138,6 +138,13 @@ def _wait(ctx, op: ttng.WaitBarrierOp) -> None:
         "@!done bra.uni wait_${:uid}; }"
     )
     ctx.asm(VOID, text, "r,r", [bar, ctx.get(op.phase)])
+    for dep in op.deps:  # the barriers' protocol orders these buffers' accesses, not a bar.sync
+        ctx.barriers.ordered(buffer_interval(ctx, dep))
+
+
+def _arrive(ctx, op: ttng.ArriveBarrierOp) -> None:
+    text = "{ .reg .pred p; setp.ne.u32 p, $0, 0; @p mbarrier.arrive.shared::cta.b64 _, [$1]; }"
+    ctx.asm(VOID, text, "r,r", [ctx.b.zext(ctx.get(op.pred), I32), _smem_address(ctx, op.alloc)])
 
 
 def _inval(ctx, op: ttng.InvalBarrierOp) -> None:
@@ -269,6 +276,7 @@ RULES = {
     ttng.BarrierExpectOp: _expect,
     ttng.AsyncTMACopyGlobalToLocalOp: _copy_in,
     ttng.WaitBarrierOp: _wait,
+    ttng.ArriveBarrierOp: _arrive,
     ttng.InvalBarrierOp: _inval,
     ttng.FenceAsyncSharedOp: _fence,
     ttng.AsyncTMACopyLocalToGlobalOp: _copy_out,
