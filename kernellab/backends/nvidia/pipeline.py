@@ -129,6 +129,9 @@ def make_ttgir(module: ModuleOp, options=None, trace: bool = True) -> list[PassR
         {
             "num_stages": _option(options, "num_stages", 3),
             "shared_limit": limits["max_shared_per_block"] if limits else None,
+            "ring_mbarriers": bool(_option(options, "ring_mbarriers", True)),
+            "sm": pipeline_loops.SmBudget(limits["shared_per_sm"], limits["shared_reserved_per_block"],
+                                          limits["registers_per_sm"]) if limits else None,  # fmt: skip
         },
     )
     accelerate = _Configured(

@@ -87,6 +87,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from kernellab.ir import arith, tt, ttg, ttng
+from kernellab.layouts import from_encoding
 from kernellab.passes.rewrite import Rewrites
 from kernellab.passes.structured import OpBuilder, reinitialized_for
 from kernellab.passes.ttgir import axis_info, tma
@@ -98,14 +99,33 @@ MIN_COPY_BYTES = 4  # cp.async moves 4, 8 or 16 bytes
 DOTS = (tt.DotOp, ttng.WarpGroupDotOp)
 
 
-def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) -> Rewrites:
+@dataclass(frozen=True)
+class SmBudget:
+    """What one SM holds for the programs on it (the backend's device limits)."""
+
+    shared: int  # bytes of shared memory
+    shared_reserved: int  # bytes the driver keeps per program
+    registers: int
+
+    def programs(self, shared: int, threads: int, registers: int) -> int:
+        """Programs of `threads` threads using `shared` bytes and `registers` a thread (rounded
+        up to the allocation unit of 8) that fit at once."""
+        by_shared = self.shared // (shared + self.shared_reserved)
+        return min(by_shared, self.registers // (threads * -(-registers // 8) * 8))
+
+
+def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None,
+        sm: SmBudget | None = None, ring_mbarriers: bool = True) -> Rewrites:  # fmt: skip
     """`shared_limit`: bytes of shared memory a program may use; a loop whose rings would take
-    more gets fewer stages (none below 2), as many as fit."""
+    more gets fewer stages (none below 2), as many as fit. `ring_mbarriers` (the compile option):
+    hand rings over by mbarriers where `_handed_over` says; `sm`: the SM's budget, which such a
+    ring may not cost a program of."""
     rewrites = Rewrites()
     for loop in [op for op in module.walk() if isinstance(op, scf.ForOp)]:
         if loop_stages(loop, num_stages) >= 2:
             rewrites.note("carry-tile-values", carry_tile_values(loop))
     analysis = axis_info.analyze(module)
+    threads = ttg.num_warps(module) * 32
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     for loop in reversed(loops):  # inner loops first
         stages = loop_stages(loop, num_stages)
@@ -116,18 +136,30 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
             continue
         per_slot = sum(tile_bytes(item.load.result.type) for item in plan.loads)
         reserved = tma.stores_in_flight_bytes(loop)
+        body = loop.body.block
 
-        def fits(stages: int, tight: bool) -> bool:
-            async_dot = _async_dot(loop.body.block, plan, stages)
+        def fits(stages: int, tight: bool, handed: bool) -> bool:
+            async_dot = _async_dot(body, plan, stages)
             if async_dot is not None:
                 async_dot.tight = tight
-            return shared_limit is None or per_slot * _slots(loop.body.block, async_dot, stages) + reserved <= shared_limit
+            slots = _slots(body, async_dot, stages, handed and _handed_over(body, plan, async_dot))
+            return shared_limit is None or per_slot * slots + reserved <= shared_limit
+
+        # mbarriers hand the ring over where its slot more fits and costs no program per SM
+        async_dot = _async_dot(body, plan, stages)
+        handed = ring_mbarriers and _handed_over(body, plan, async_dot) and fits(stages, False, True)
+        if handed and sm is not None:
+            plain = per_slot * _slots(body, async_dot, stages) + reserved + _buffers_across(loop)
+            registers = _registers_at_least(body)
+            handed = sm.programs(plain + per_slot, threads, registers) >= sm.programs(plain, threads, registers)
+            if not handed:
+                rewrites.note("bar-sync-ring-keeps-a-program-per-sm")
 
         # beside a TMA store kept in flight, the refill first gives up the slot it takes beyond
         # Triton's ring (waiting for the previous dot instead), then stages
         fitting, tight = stages, False
-        while fitting >= 2 and not fits(fitting, tight):
-            if reserved and not tight and fits(fitting, True):
+        while fitting >= 2 and not fits(fitting, tight, handed):
+            if reserved and not tight and fits(fitting, True, handed):
                 tight = True
             else:
                 fitting -= 1
@@ -138,7 +170,7 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None) 
             rewrites.note("fewer-stages-to-fit-shared-memory")
         if tight:
             rewrites.note("ring-of-stages-beside-a-store-in-flight")
-        _rewrite(loop, plan, fitting, tight)
+        _rewrite(loop, plan, fitting, threads, tight, handed)
         rewrites.note("pipeline-loop")
         rewrites.note("async-copy", len(plan.loads))
     if rewrites:
@@ -475,10 +507,12 @@ def _dependents(values: set[SSAValue], body: Block, replaced: set[Operation]) ->
 
 
 def _issue(b: OpBuilder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValue, env: dict,
-           barriers: SSAValue | None = None) -> None:  # fmt: skip
+           barriers: SSAValue | None = None, full: SSAValue | None = None) -> None:  # fmt: skip
     """The copies of one iteration into ring `slot` and their commit group (TMA copies: the
-    bytes announced on that slot's barrier); `env` maps the induction variable and the
-    iter_args to that iteration's values, `live` (i1) says the iteration exists."""
+    bytes announced on that slot's barrier; cp.async copies handed over by barriers: each
+    thread's arrival on that slot's `full` barrier once its copies land); `env` maps the
+    induction variable and the iter_args to that iteration's values, `live` (i1) says the
+    iteration exists."""
     b.clone(plan.address_ops, env)
     if barriers is not None:
         bar = b.add(ttg.MemDescIndexOp(barriers, slot)).result
@@ -498,7 +532,10 @@ def _issue(b: OpBuilder, plan: _Plan, rings: list, slot: SSAValue, live: SSAValu
             mask = b.add(arith.AndiOp(env.get(load.mask, load.mask), mask)).result
         view = b.add(ttg.MemDescIndexOp(ring, slot)).result
         tokens.append(b.add(ttg.AsyncCopyGlobalToLocalOp(ptr, view, mask)).token)
-    b.add(ttg.AsyncCommitGroupOp(tokens))
+    if full is not None:
+        b.add(ttng.AsyncCopyMbarrierArriveOp(b.add(ttg.MemDescIndexOp(full, slot)).result))
+    else:
+        b.add(ttg.AsyncCommitGroupOp(tokens))
 
 
 def _splat(b: OpBuilder, flag: SSAValue, like) -> SSAValue:
@@ -506,14 +543,16 @@ def _splat(b: OpBuilder, flag: SSAValue, like) -> SSAValue:
     return b.add(tt.SplatOp(flag, TensorType(i1, shape, like.encoding))).result
 
 
-def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> None:
+def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, threads: int, tight: bool = False,
+             handed: bool = False) -> None:  # fmt: skip
     body = loop.body.block
     iv = body.args[0]
     iv_type = iv.type
     async_dot = _async_dot(body, plan, stages)
     if async_dot is not None:
         async_dot.tight = tight
-    slots = _slots(body, async_dot, stages)
+    handed = handed and _handed_over(body, plan, async_dot)
+    slots = _slots(body, async_dot, stages, handed)
     ahead = stages - 1  # iterations in flight beyond this one
     outer, preceding = loop.parent_block(), loop.prev_op
     before = OpBuilder(InsertPoint.before(loop))
@@ -533,6 +572,13 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
         slot_bars = [before.add(ttg.MemDescIndexOp(barriers, before.const(i))).result for i in range(slots)]
         for slot_bar in slot_bars:  # in a row: one barrier publishes them all
             before.add(ttng.InitBarrierOp(slot_bar, 1))
+    full = empty = None
+    if handed:  # a slot's copies landed (every thread's) / its readers are done (every thread)
+        full, empty = (before.add(ttg.LocalAllocOp(tma.barrier_type(slots))).result for _ in range(2))
+        slot_bars = [before.add(ttg.MemDescIndexOp(ring, before.const(i))).result
+                     for ring in (full, empty) for i in range(slots)]  # fmt: skip
+        for slot_bar in slot_bars:
+            before.add(ttng.InitBarrierOp(slot_bar, threads))
 
     # prologue: iterations 0..ahead-1 into slots 0..ahead-1
     carried = {body.args[i + 1]: loop.iter_args[i] for i in plan.ahead}
@@ -541,7 +587,7 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
         k = before.add(arith.AddiOp(loop.lb, offset)).result
         live = before.add(arith.CmpiOp("slt", k, loop.ub)).result
         env = {iv: k, **carried}
-        _issue(before, plan, rings, before.const(i), live, env, barriers)
+        _issue(before, plan, rings, before.const(i), live, env, barriers, full)
         nexts = _next_values(before, plan, body, env)
         carried = {body.args[j + 1]: nexts[j] for j in plan.ahead}
 
@@ -556,8 +602,22 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
     if ahead != slots:
         write_slot = body.insert_arg(i32, len(body.args))
         inits.append(before.const(ahead))
+    if handed:
+        # the slot this iteration's refill would take without the slot more: read `distance`
+        # iterations ago, and done with once refill_after is (from iteration `distance` on)
+        distance = slots - 1 - ahead
+        released_slot = body.insert_arg(i32, len(body.args))
+        inits.append(before.const(slots - distance))
+        full_phase, empty_phase = (body.insert_arg(i32, len(body.args)) for _ in range(2))
+        inits += [before.const(0), before.const(1)]  # a fresh slot's "previous phase" is done
+        first_release = before.add(arith.AddiOp(
+            loop.lb, before.add(arith.MuliOp(loop.step, before.const(distance, iv_type))).result)).result
 
-    if on_tma:  # the read slot's barrier completes a phase per use; its parity flips per wrap
+    if handed:  # the read slot's copies have landed, every thread's
+        at_start = OpBuilder(InsertPoint.at_start(body))
+        bar = at_start.add(ttg.MemDescIndexOp(full, read_slot)).result
+        wait = at_start.add(ttng.WaitBarrierOp(bar, full_phase, rings))
+    elif on_tma:  # the read slot's barrier completes a phase per use; its parity flips per wrap
         phase = body.insert_arg(i32, len(body.args))
         inits.append(before.const(0))
         at_start = OpBuilder(InsertPoint.at_start(body))
@@ -587,7 +647,12 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
         shadows[body.args[j + 1]] = body.insert_arg(body.args[j + 1].type, len(body.args))
         inits.append(carried[body.args[j + 1]])
     env = {iv: ahead_k, **shadows}
-    _issue(issue, plan, rings, write_slot, live, env, barriers)
+    if handed:  # done with the released slot; the refilled one's readers are done with it
+        released = issue.add(arith.CmpiOp("sge", iv, first_release)).result
+        issue.add(ttng.ArriveBarrierOp(issue.add(ttg.MemDescIndexOp(empty, released_slot)).result, released))
+        bar = issue.add(ttg.MemDescIndexOp(empty, write_slot)).result
+        issue.add(ttng.WaitBarrierOp(bar, empty_phase, rings))
+    _issue(issue, plan, rings, write_slot, live, env, barriers, full)
     yield_op = body.last_op
     yielded = list(yield_op.operands)
     nexts = _next_values(issue, plan, body, env, plan.recomputed)
@@ -600,9 +665,11 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
     if write_slot is not read_slot:
         counters.append(_advance(at_end, write_slot, slots))
     if on_tma:
-        wrapped = at_end.add(arith.CmpiOp("eq", counters[0], at_end.const(0))).result
-        flipped = at_end.add(arith.XoriOp(phase, at_end.const(1))).result
-        counters.append(at_end.add(arith.SelectOp(wrapped, flipped, phase)).result)
+        counters.append(_flip_on_wrap(at_end, counters[0], phase))
+    if handed:
+        counters.append(_advance(at_end, released_slot, slots))
+        counters.append(_flip_on_wrap(at_end, counters[0], full_phase))
+        counters.append(_flip_on_wrap(at_end, counters[1], empty_phase))
     shadow_yields = [nexts[j] for j in plan.shadowed]
     Rewriter.replace_op(yield_op, scf.YieldOp(*yielded, *counters, *shadow_yields))
 
@@ -619,6 +686,10 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
             drain += [index, slot_bar]
         drain += [ttng.InvalBarrierOp(op.result) for op in drain if isinstance(op, ttg.MemDescIndexOp)]
         drain += [ttg.LocalDeallocOp(ring) for ring in (*rings, barriers)]
+    elif handed:
+        drain = [ttng.InvalBarrierOp(bar) for bar in slot_bars]
+        drain += [ttg.LocalDeallocOp(ring) for ring in (*rings, full, empty)]
+        first_inval = drain[0]
     else:
         drain = [ttg.AsyncWaitOp(0)] + [ttg.LocalDeallocOp(ring) for ring in rings]
     # a last dot still running after the loop is waited for before its result is read
@@ -630,6 +701,10 @@ def _rewrite(loop: scf.ForOp, plan: _Plan, stages: int, tight: bool = False) -> 
         drain.insert(0, final)
     for op in reversed(drain):
         Rewriter.insert_op(op, InsertPoint.after(new_loop))
+    if handed:  # every thread waits for the copies past the trip count too before the invals:
+        # then nothing arrives on the barriers any more
+        _drain_copies(OpBuilder(InsertPoint.before(first_inval)), full, rings,
+                      new_loop.results[read_slot.index - 1], new_loop.results[full_phase.index - 1], ahead, slots)
     if not on_tma:
         _issue_early(outer, preceding, new_loop)
 
@@ -683,7 +758,64 @@ def _issue_early(block: Block, preceding: Operation | None, loop: scf.ForOp) -> 
             placed = op
 
 
-def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
+def _handed_over(body: Block, plan: _Plan, async_dot: _AsyncDot | None) -> bool:
+    """Whether the loop's cp.async ring is handed between the copies and the readers by
+    mbarriers rather than by the `bar.sync` after each wait: a loop of two or more warp-group
+    dots (Hopper attention: Q·Kᵀ, the softmax, P·V) with no branch or loop in its body and no
+    dot that waits for its predecessor before the refill. Each slot gets a `full` barrier (every
+    thread arrives when its copies have landed: `cp.async.mbarrier.arrive.noinc`) and an
+    `empty` one (every thread arrives where it is done reading the slot: where the refill used
+    to come); the refill waits for the `empty` barrier of a slot one iteration older, a slot
+    more per ring. So a warp may run up to an iteration ahead of the others, and the two warp
+    groups of a program drift apart: one's softmax runs beside the other's dots instead of every
+    warp waiting for the slowest at each iteration (attention at head dim 128 on an H200: 7-11%
+    with the barrier simply deleted). A loop of one dot has no such phases to overlap; it keeps
+    its barrier and its shared memory (a slot more can cost a program per SM)."""
+    return (
+        not _is_tma(plan.loads[0].load)
+        and sum(isinstance(op, ttng.WarpGroupDotOp) for op in body.ops) >= 2
+        and not any(isinstance(op, (scf.IfOp, scf.ForOp, scf.WhileOp)) for op in body.ops)
+        and (async_dot is None or not async_dot.waits_before_refill)
+    )
+
+
+# registers a thread needs beyond the loop's tensors: addresses, indices, predicates, counters
+_SCALAR_REGISTERS = 32
+
+
+def _registers_at_least(body: Block) -> int:
+    """An estimate of the registers a thread needs in the loop, from the layouts: the tensors it
+    carries and the results of its dots that neither are carried nor accumulate into a carried
+    tensor (Q·Kᵀ's scores), each as many 32-bit registers as the thread holds of it, plus
+    `_SCALAR_REGISTERS`. Attention at head dim 128 comes to 132 (159-165 measured), so its
+    program is alone on an SM either way; at 64, 100-116 (121-126)."""
+    values = [arg for arg in body.args[1:] if isinstance(arg.type, TensorType)]
+    carried = set(body.last_op.operands)
+    values += [op.d for op in body.ops
+               if isinstance(op, DOTS) and op.d not in carried and op.c not in body.args]  # fmt: skip
+    words = 0
+    for value in values:
+        t = value.type
+        held = from_encoding(t.encoding, t.get_shape()).num_registers
+        words += -(-held * element_bytes(t.element_type) // 4)
+    return words + _SCALAR_REGISTERS
+
+
+def _buffers_across(loop: scf.ForOp) -> int:
+    """Bytes of the shared buffers made before `loop` and read in it (attention's Q): live
+    beside its rings (buffers used only before or after it may share their bytes)."""
+    allocs = set()
+    for op in loop.body.block.walk():
+        for value in op.operands:
+            while isinstance(value.type, ttg.MemDescType) and isinstance(value.owner, Operation) \
+                    and not isinstance(value.owner, ttg.LocalAllocOp) and value.owner.operands:  # a view
+                value = value.owner.operands[0]
+            if isinstance(value.owner, ttg.LocalAllocOp) and not loop.is_ancestor(value.owner):
+                allocs.add(value.owner)
+    return sum(tile_bytes(alloc.result.type) for alloc in allocs)
+
+
+def _slots(body: Block, async_dot: _AsyncDot | None, stages: int, handed: bool = False) -> int:
     """Slots of each ring: S-1, one per iteration whose copies are in flight (this one's
     included), where the refill reuses this iteration's slot after its last read; one more
     where the refill comes first (`_refills_first`: it writes the slot the previous
@@ -693,11 +825,12 @@ def _slots(body: Block, async_dot: _AsyncDot | None, stages: int) -> int:
     fused loop nest): its layout conversion's scratch is live beside the rings, so the refill
     waits for the previous dot instead (see `_async_dot`); except where a TMA store's
     buffer stays live across the loop (`tight`), for the same reason; and except behind other
-    dots (attention's P·V), whose predecessor is drained before the refill."""
+    dots (attention's P·V), whose predecessor is drained before the refill. One more where the
+    ring is `handed` over by mbarriers (`_handed_over`)."""
     extra = async_dot is not None and not (
         async_dot.waits_before_refill or async_dot.drained_before_refill or async_dot.waited_in_body
     )
-    return stages - 1 + _refills_first(body) + extra
+    return stages - 1 + _refills_first(body) + extra + handed
 
 
 def _refills_first(body: Block) -> bool:
@@ -915,6 +1048,25 @@ def _read_slot(item: _Load, ring: SSAValue, slot: SSAValue) -> Operation:
     load.result.replace_all_uses_with(value)
     Rewriter.erase_op(load)
     return value.owner
+
+
+def _flip_on_wrap(b: OpBuilder, slot: SSAValue, phase: SSAValue) -> SSAValue:
+    """`phase` flipped when the advanced `slot` wrapped to 0: a ring barrier's parity."""
+    wrapped = b.add(arith.CmpiOp("eq", slot, b.const(0))).result
+    return b.add(arith.SelectOp(wrapped, b.add(arith.XoriOp(phase, b.const(1))).result, phase)).result
+
+
+def _drain_copies(b: OpBuilder, full: SSAValue, rings: list, read_slot: SSAValue, phase: SSAValue,
+                  ahead: int, slots: int) -> None:  # fmt: skip
+    """After a loop whose copies the `full` barriers hand over: wait for the last `ahead` fills
+    (copies past the trip count, masked off, that still arrive on their barriers), starting at
+    the slot the loop would read next with parity `phase`."""
+    for k in range(ahead):
+        at = b.add(arith.AddiOp(read_slot, b.const(k))).result
+        wrapped = b.add(arith.CmpiOp("sge", at, b.const(slots))).result
+        slot = b.add(arith.SelectOp(wrapped, b.add(arith.SubiOp(at, b.const(slots))).result, at)).result
+        parity = b.add(arith.SelectOp(wrapped, b.add(arith.XoriOp(phase, b.const(1))).result, phase)).result
+        b.add(ttng.WaitBarrierOp(b.add(ttg.MemDescIndexOp(full, slot)).result, parity, rings))
 
 
 def _advance(b: OpBuilder, slot: SSAValue, stages: int) -> SSAValue:

@@ -183,17 +183,17 @@ def test_an_operand_a_computed_from_a_dot_stays_in_registers_for_wgmma(case):
     assert ck.metadata["spills"] == 0 and len(ck.asm["cubin"]) > 0
 
 
-def compile_attention(head_dim=64, causal=False, stages=3, overlapped=False, **options):
+def compile_attention(head_dim=64, causal=False, stages=3, overlapped=False, block_n=64, num_warps=8, **options):
     from kernellab.examples import attention_fwd_kernel, attention_fwd_overlapped_kernel
 
     kernel = attention_fwd_overlapped_kernel if overlapped else attention_fwd_kernel
     ones = dict(stride_qk=1, stride_kk=1, stride_vk=1, stride_ok=1)
-    constexprs = dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, **ones)
+    constexprs = dict(HEAD_DIM=head_dim, BLOCK_M=128, BLOCK_N=block_n, CAUSAL=causal, **ones)
     runtime = [n for n in kernel.arg_names if n not in constexprs]
     signature = {n: "*fp16" if n in ("Q", "K", "V", "Out") else "fp32" if n == "sm_scale" else "i32" for n in runtime}
     attrs = {n: ALIGNED for n in runtime if n not in ("sm_scale", "H")}
     return kl.compile(kernel, signature=signature, constexprs=constexprs, attrs=attrs,
-                      target="sm_90a", num_warps=8, num_stages=stages, **options)  # fmt: skip
+                      target="sm_90a", num_warps=num_warps, num_stages=stages, **options)  # fmt: skip
 
 
 def test_maxnreg_is_a_ptx_directive_that_caps_a_warp_group_kernel():
@@ -228,17 +228,19 @@ def test_attentions_p_v_dot_stays_in_flight_into_the_next_iteration(head_dim, ca
     after_qk = loop.split(qk, 1)[1].strip().splitlines()[0]
     assert "ttng.warp_group_dot_wait" in after_qk and "pendings = 0" in after_qk
     # ...and that wait is no instruction of its own: Q·Kᵀ's `wait_group 0` has drained P·V
-    assert ptx.split("$L__BB0_2")[1].split("$L__BB0_3")[0].count("wgmma.wait_group") == 1
-    # rings of S slots, as Triton's: the refill takes the slot the previous iteration read,
-    # whose P·V Q·Kᵀ's wait has drained, never the one the running P·V reads
-    assert re.search(r"ttg\.local_alloc : \(\) -> !ttg\.memdesc<3x64x" + str(head_dim), ttgir)
-    body = ptx.split("wgmma.commit_group")[2].split("$L__BB0_3")[0]  # P·V's commit to the loop's end
+    loop_ptx = _loop_body(ptx)
+    assert loop_ptx.count("wgmma.wait_group") == 1
+    # rings of S slots and one more (handed over by mbarriers): the refill takes the slot read
+    # two iterations ago, never the one the running P·V reads
+    assert re.search(r"ttg\.local_alloc : \(\) -> !ttg\.memdesc<4x64x" + str(head_dim), ttgir)
+    body = loop_ptx.split("wgmma.commit_group")[2]  # P·V's commit to the loop's end
     assert "wgmma.wait_group" not in body and "bra" in body
-    # the refill's copies overlap the running P·V, not Q·Kᵀ's issue, behind a barrier: every
-    # warp has drained its previous P·V before any copy overwrites that slot
+    # the refill's copies overlap the running P·V, not Q·Kᵀ's issue: after the previous P·V is
+    # released (Q·Kᵀ's wait drained it) and the refilled slot's readers are done
     assert "cp.async.cg.shared.global" in body
-    assert "bar.sync" in body.split("cp.async.cg.shared.global")[0]
-    assert "cp.async.cg" not in ptx.split("$L__BB0_2")[1].split("wgmma.mma_async")[0]
+    released = body.split("cp.async.cg.shared.global")[0]
+    assert "mbarrier.arrive.shared" in released and "mbarrier.try_wait.parity" in released
+    assert "cp.async.cg" not in loop_ptx.split("wgmma.mma_async")[0]
     # P·V's A registers are packed before its wgmma.fence: none is written between its
     # instructions (ptxas would wait for the earlier ones first, its warning C7519)
     pv_ptx = ptx.split("wgmma.commit_group")[1].split("wgmma.commit_group")[0]
@@ -277,9 +279,9 @@ def test_overlapped_attentions_p_v_runs_beside_the_next_softmax(head_dim, causal
     between = loop.split(pv, 1)[1].split(waits[0])[0]
     assert "math.exp2" in between and "tt.reduce" in between  # the next tile's softmax
     assert "arith.mulf " + pv_result not in between
-    # rings of S slots: P·V is done before its iteration ends, so no slot more; nothing is
-    # waited for after the loop but the copies
-    assert re.search(rf"ttg\.local_alloc : \(\) -> !ttg\.memdesc<{stages}x64x{head_dim}", ttgir)
+    # rings of S slots (P·V is done before its iteration ends) and one more, for the
+    # mbarriers' skew; nothing is waited for after the loop but the copies
+    assert re.search(rf"ttg\.local_alloc : \(\) -> !ttg\.memdesc<{stages + 1}x64x{head_dim}", ttgir)
     body = _loop_body(ptx)
     pv_ptx = body.split("wgmma.commit_group")[2]  # from P·V's commit to the loop's end
     assert pv_ptx.count("wgmma.wait_group") == 1
@@ -288,6 +290,73 @@ def test_overlapped_attentions_p_v_runs_beside_the_next_softmax(head_dim, causal
     assert "cvt.rn.f16x2.f32" in body and "cvt.rn.f16.f32" not in body
     assert not re.search(r"mov\.b32\s+%r\d+, \{", body)
     assert ck.metadata["spills"] == 0
+
+
+@pytest.mark.parametrize("overlapped", [False, True])
+@pytest.mark.parametrize("head_dim,stages", [(64, 3), (128, 2)])
+def test_attentions_rings_pass_between_copies_and_dots_by_mbarriers(overlapped, head_dim, stages):
+    """No bar.sync in attention's loop: each K/V slot has a `full` mbarrier (every thread's
+    copies landed) and an `empty` one (every thread done reading it), so the two warp groups
+    may drift up to an iteration apart; a slot more per ring pays for that."""
+    ck = compile_attention(head_dim, False, stages, overlapped=overlapped)
+    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
+    loop = ttgir.split("scf.for", 1)[1].split("scf.yield")[0]
+    kinds = ("ttng.wait_barrier", "ttng.arrive_barrier", "ttg.async_copy_global_to_local",
+             "ttng.async_copy_mbarrier_arrive", "ttng.warp_group_dot ")  # fmt: skip
+    events = [kind.split(".")[1].strip() for line in loop.splitlines() for kind in kinds if kind in line]
+    # the iteration's slot is waited for first; the slot done with is released, and the refill
+    # waits for its slot's readers, copies, and arrives on that slot's full barrier
+    assert events[0] == "wait_barrier"
+    refill = ["arrive_barrier", "wait_barrier", "async_copy_global_to_local",
+              "async_copy_global_to_local", "async_copy_mbarrier_arrive"]  # fmt: skip
+    start = events.index("arrive_barrier")
+    assert events[start : start + 5] == refill and events.count("warp_group_dot") == 2
+    assert "ttg.async_wait" not in loop and "ttg.async_commit_group" not in loop
+    assert all(" deps " in line for line in loop.splitlines() if "ttng.wait_barrier" in line)
+    slots = stages + 1
+    assert re.search(rf"ttg\.local_alloc : \(\) -> !ttg\.memdesc<{slots}x64x{head_dim}", ttgir)
+    assert len(re.findall(r"ttng\.init_barrier %\w+, 256 ", ttgir)) == 2 * slots  # 8 warps' threads
+    body = _loop_body(ptx)
+    assert "bar.sync" not in body
+    assert body.count("mbarrier.try_wait.parity") == 2 and body.count("cp.async.mbarrier.arrive.noinc") == 1
+    assert body.count("mbarrier.arrive.shared::cta.b64") == 1
+    # after the loop every thread waits for the copies past the trip count before the barriers
+    # are invalidated (nothing arrives on them any more)
+    after = ptx.split(body, 1)[1]
+    assert after.count("mbarrier.try_wait.parity") == stages - 1
+    assert after.index("mbarrier.try_wait") < after.index("mbarrier.inval")
+    assert ck.metadata["spills"] == 0
+
+
+def test_ring_mbarriers_false_keeps_tritons_loop():
+    ck = compile_attention(ring_mbarriers=False)
+    ttgir = ck.asm["ttgir"]
+    assert "ttng.init_barrier" not in ttgir and "ttg.async_wait" in ttgir.split("scf.for", 1)[1]
+    assert re.search(r"ttg\.local_alloc : \(\) -> !ttg\.memdesc<3x64x64", ttgir)
+    body = _loop_body(ck.asm["ptx"])
+    assert "cp.async.wait_group" in body and "bar.sync" in body and "mbarrier" not in body
+    assert ck.asm["ptx"] != compile_attention().asm["ptx"]  # the option is part of the cache key
+
+
+def test_sm_budget_counts_programs_by_shared_memory_and_registers():
+    from kernellab.passes.ttgir.pipeline_loops import SmBudget
+
+    h100 = SmBudget(shared=233472, shared_reserved=1024, registers=65536)
+    assert h100.programs(80 * 1024, 256, 121) == 2  # attention at head dim 64: registers decide
+    assert h100.programs(64 * 1024, 256, 96) == 2 and h100.programs(64 * 1024, 128, 96) == 3
+    assert h100.programs(128 * 1024, 256, 100) == 1  # shared memory decides
+    assert h100.programs(1024, 256, 129) == 1  # 129 registers take 136: 34816 a program
+
+
+def test_a_ring_keeps_its_bar_sync_where_a_slot_more_would_cost_a_program_per_sm():
+    # 128x128 tiles on 4 warps: 3 slots of 32 KB and Q fit two programs per SM (about 250
+    # registers allow two as well); a fourth slot would leave one
+    ck = compile_attention(block_n=128, num_warps=4)
+    record = _record(ck, "pipeline")
+    assert "bar-sync-ring-keeps-a-program-per-sm" in record.summary
+    assert "ttng.init_barrier" not in ck.asm["ttgir"] and "bar.sync" in _loop_body(ck.asm["ptx"])
+    assert re.search(r"ttg\.local_alloc : \(\) -> !ttg\.memdesc<3x128x64", ck.asm["ttgir"])
+    assert ck.metadata["shared"] + 1024 <= 233472 // 2
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])
@@ -379,7 +448,7 @@ def test_occupancy_caps_a_kernel_just_short_of_one_more_program_per_sm():
 
 
 def test_occupancy_leaves_kernels_far_from_a_step_and_the_users_cap_alone():
-    wide = compile_attention(128, causal=True, stages=2)  # 165-200 registers: capping at 128 would cost more
+    wide = compile_attention(128, causal=True, stages=1)  # 180-200 registers: capping at 128 would cost more
     assert not _record(wide, "occupancy").changed and ".maxnreg" not in wide.asm["ptx"]
     assert "too far" in _record(wide, "occupancy").summary
     mine = compile_attention(64, maxnreg=168)
