@@ -1189,9 +1189,10 @@ def bench_attention(results, torch, timer):
 def attention_problem(torch, n_ctx: int, head_dim: int, causal: bool):
     """One fused-attention problem, fp16, batch 4 x 32 heads as Triton's tutorial 06: its FLOPs
     (4·Z·H·N²·D, halved when causal), torch's scaled_dot_product_attention on it, and
-    `run(kernel, config)`, which launches a kernel text (examples' or Triton's copy) with a
-    (BLOCK_M, BLOCK_N, num_warps, num_stages) config once on NaN-filled outputs and returns the
-    launch and its relative error against torch's fp32 result."""
+    `run(kernel, config, **options)`, which launches a kernel text (examples' or Triton's copy)
+    with a (BLOCK_M, BLOCK_N, num_warps, num_stages) config (and launch options) once on
+    NaN-filled outputs and returns the launch and its relative error against torch's fp32
+    result."""
     z, h = ATTENTION_BATCH, ATTENTION_HEADS
     q, k, v = (torch.randn(z, h, n_ctx, head_dim, device="cuda", dtype=torch.float16) for _ in range(3))
     sm_scale = head_dim**-0.5
@@ -1199,7 +1200,7 @@ def attention_problem(torch, n_ctx: int, head_dim: int, causal: bool):
     attend = torch.nn.functional.scaled_dot_product_attention
     ref = attend(q.float(), k.float(), v.float(), is_causal=causal)
 
-    def run(kernel, config):
+    def run(kernel, config, **options):
         block_m, block_n, warps, stages = config
         out = torch.full_like(q, float("nan"))
 
@@ -1207,7 +1208,7 @@ def attention_problem(torch, n_ctx: int, head_dim: int, causal: bool):
             kernel[(n_ctx // block_m, z * h)](
                 q, k, v, out, sm_scale, *q.stride(), *k.stride(), *v.stride(), *out.stride(), h,
                 n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-                num_warps=warps, num_stages=stages,
+                num_warps=warps, num_stages=stages, **options,
             )  # fmt: skip
 
         launch()
@@ -1222,13 +1223,15 @@ def attention_case(results, torch, timer, n_ctx, head_dim, causal):
     texts with the same tiles (attention_config), next to torch's scaled_dot_product_attention.
     The texts: the tutorial's order (examples.attention_fwd_kernel) and the overlapped one
     (examples.attention_fwd_overlapped_kernel); "kernellab" is the order
-    examples.attention_overlaps picks for the head dim, "kernellab other order" the other one."""
+    examples.attention_overlaps picks for the head dim, "kernellab other order" the other one,
+    and "kernellab bar.sync ring" the chosen order compiled with ring_mbarriers=False (a
+    bar.sync per iteration, as Triton's loop, instead of the rings' mbarriers)."""
     case = f"N={n_ctx} D={head_dim}{' causal' if causal else ''}"
     flops, attend, run = attention_problem(torch, n_ctx, head_dim, causal)
     config = attention_config(head_dim)
 
-    def checked(kernel):
-        launch, err = run(kernel, config)
+    def checked(kernel, **options):
+        launch, err = run(kernel, config, **options)
         if not err <= ATTENTION_TOLERANCE:
             return None, f"WRONG: relative error {err:.3g}"
         return launch, f"rel. error {err:.1e}"
@@ -1246,14 +1249,15 @@ def attention_case(results, torch, timer, n_ctx, head_dim, causal):
     chosen = "overlapped order" if attention_overlaps(head_dim) else "tutorial order"
     other = next(order for order in orders if order != chosen)
 
-    def kernellab(order):
+    def kernellab(order, **options):
         def prepare():
-            launch, note = checked(orders[order])
+            launch, note = checked(orders[order], **options)
             return launch, f"{order}; {note}"
         return prepare
 
     compare(results, timer, "attention", case, "TFLOP/s",
-            {"kernellab": kernellab(chosen), "kernellab other order": kernellab(other), "torch sdpa": sdpa,
+            {"kernellab": kernellab(chosen), "kernellab other order": kernellab(other),
+             "kernellab bar.sync ring": kernellab(chosen, ring_mbarriers=False), "torch sdpa": sdpa,
              "triton": triton_(lambda: triton_attention_fwd_kernel),
              "triton overlapped": triton_(lambda: triton_attention_fwd_overlapped_kernel)},
             lambda ms: flops / (ms * 1e-3) / 1e12)  # fmt: skip

@@ -268,6 +268,10 @@ def check_05(nb, text):
         # attention's two orders: nothing between a dot's issue and its wait, or the softmax
         assert "tutorial order    issue Q·Kᵀ → wait → 34 exp2 → issue P·V" in text
         assert "overlapped order  issue Q·Kᵀ → wait → issue P·V → 34 exp2 → wait" in text
+        # the rings' mbarriers replace the loop's bar.sync, a slot more a ring
+        assert "ring_mbarriers=False  2 slots a ring; the loop: 1 bar.sync, 1 cp.async.wait_group" in text
+        assert ("ring_mbarriers=True   3 slots a ring; the loop: 2 wait, 1 arrive (done reading), "
+                "1 arrive (copies landed)") in text
     else:
         assert "sm_90 is not available in this build" in text
         assert "sm_90a code is not available in this build" in text
