@@ -328,6 +328,14 @@ def test_attentions_rings_pass_between_copies_and_dots_by_mbarriers(overlapped, 
     assert ck.metadata["spills"] == 0
 
 
+def test_the_gpu_tests_few_tile_configs_pass_their_rings_by_mbarriers():
+    from tests.backends.nvidia.test_attention_gpu import FEW_TILE_CONFIGS
+
+    for overlapped, num_warps, stages in FEW_TILE_CONFIGS:
+        ck = compile_attention(64, True, stages, overlapped, block_n=128, num_warps=num_warps)
+        assert "ttng.init_barrier" in ck.asm["ttgir"], (overlapped, num_warps, stages)
+
+
 def test_ring_mbarriers_false_keeps_tritons_loop():
     ck = compile_attention(ring_mbarriers=False)
     ttgir = ck.asm["ttgir"]
