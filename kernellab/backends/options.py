@@ -33,9 +33,9 @@ class CompileOptions:
     # Triton's name and default: a kernel's float a * b + c may become one fused multiply-add
     # (rounded once); False keeps every operation rounded on its own, as the interpreter does.
     enable_fp_fusion: bool = True
-    # kernellab's: on Hopper a pipelined loop of two or more warp-group dots (attention) hands its
-    # shared-memory rings between the copies and the dots with mbarriers, where the slot more
-    # that takes costs no program per SM; False keeps a bar.sync per iteration, as Triton's loop
+    # kernellab's: on Hopper a pipelined loop of two or more warp-group dots (attention) whose
+    # program is alone on its SM hands its shared-memory rings between the copies and the dots
+    # with mbarriers; False keeps a bar.sync per iteration, as Triton's loop
     # (passes/ttgir/pipeline_loops.py).
     ring_mbarriers: bool = True
 

@@ -118,8 +118,8 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None,
         sm: SmBudget | None = None, ring_mbarriers: bool = True) -> Rewrites:  # fmt: skip
     """`shared_limit`: bytes of shared memory a program may use; a loop whose rings would take
     more gets fewer stages (none below 2), as many as fit. `ring_mbarriers` (the compile option):
-    hand rings over by mbarriers where `_handed_over` says; `sm`: the SM's budget, which such a
-    ring may not cost a program of."""
+    hand rings over by mbarriers where `_handed_over` says and, given the SM's budget `sm`, the
+    program is alone on its SM."""
     rewrites = Rewrites()
     for loop in [op for op in module.walk() if isinstance(op, scf.ForOp)]:
         if loop_stages(loop, num_stages) >= 2:
@@ -145,15 +145,15 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None,
             slots = _slots(body, async_dot, stages, handed and _handed_over(body, plan, async_dot))
             return shared_limit is None or per_slot * slots + reserved <= shared_limit
 
-        # mbarriers hand the ring over where its slot more fits and costs no program per SM
+        # mbarriers hand the ring over where its slot more fits and the program is alone on its
+        # SM: beside another program its warp groups already overlap that program's
         async_dot = _async_dot(body, plan, stages)
         handed = ring_mbarriers and _handed_over(body, plan, async_dot) and fits(stages, False, True)
         if handed and sm is not None:
             plain = per_slot * _slots(body, async_dot, stages) + reserved + _buffers_across(loop)
-            registers = _registers_at_least(body)
-            handed = sm.programs(plain + per_slot, threads, registers) >= sm.programs(plain, threads, registers)
+            handed = sm.programs(plain, threads, _registers_at_least(body)) == 1
             if not handed:
-                rewrites.note("bar-sync-ring-keeps-a-program-per-sm")
+                rewrites.note("bar-sync-ring-beside-other-programs")
 
         # beside a TMA store kept in flight, the refill first gives up the slot it takes beyond
         # Triton's ring (waiting for the previous dot instead), then stages
@@ -768,9 +768,11 @@ def _handed_over(body: Block, plan: _Plan, async_dot: _AsyncDot | None) -> bool:
     to come); the refill waits for the `empty` barrier of a slot one iteration older, a slot
     more per ring. So a warp may run up to an iteration ahead of the others, and the two warp
     groups of a program drift apart: one's softmax runs beside the other's dots instead of every
-    warp waiting for the slowest at each iteration (attention at head dim 128 on an H200: 7-11%
-    with the barrier simply deleted). A loop of one dot has no such phases to overlap; it keeps
-    its barrier and its shared memory (a slot more can cost a program per SM)."""
+    warp waiting for the slowest at each iteration. That pays where the program is alone on its
+    SM (`run` asks `SmBudget`): attention at head dim 128 on an H200, 1.02-1.04x. Beside another
+    program (head dim 64: two per SM) the warp groups already overlap that program's, and the
+    waits, arrivals and counters (about 20 instructions a thread per iteration) cost more: 0.99x
+    without a mask. A loop of one dot has no such phases to overlap; it keeps its barrier."""
     return (
         not _is_tma(plan.loads[0].load)
         and sum(isinstance(op, ttng.WarpGroupDotOp) for op in body.ops) >= 2
@@ -785,20 +787,34 @@ _SCALAR_REGISTERS = 32
 
 def _registers_at_least(body: Block) -> int:
     """An estimate of the registers a thread needs in the loop, from the layouts: the tensors it
-    carries and the results of its dots that neither are carried nor accumulate into a carried
-    tensor (Q·Kᵀ's scores), each as many 32-bit registers as the thread holds of it, plus
-    `_SCALAR_REGISTERS`. Attention at head dim 128 comes to 132 (159-165 measured), so its
-    program is alone on an SM either way; at 64, 100-116 (121-126)."""
+    carries and the results of its dots that neither accumulate into a carried tensor nor
+    become one (`_becomes_carried`): the tutorial order's Q·Kᵀ scores. Each counts as many
+    32-bit registers as the thread holds of it, plus `_SCALAR_REGISTERS`. Attention at head dim
+    128 comes to 132-148 (159-200 measured): one program per SM; at 64, 100-116 (114-128): two."""
     values = [arg for arg in body.args[1:] if isinstance(arg.type, TensorType)]
     carried = set(body.last_op.operands)
     values += [op.d for op in body.ops
-               if isinstance(op, DOTS) and op.d not in carried and op.c not in body.args]  # fmt: skip
+               if isinstance(op, DOTS) and op.c not in body.args and not _becomes_carried(op.d, carried)]  # fmt: skip
     words = 0
     for value in values:
         t = value.type
         held = from_encoding(t.encoding, t.get_shape()).num_registers
         words += -(-held * element_bytes(t.element_type) // 4)
     return words + _SCALAR_REGISTERS
+
+
+def _becomes_carried(value: SSAValue, carried: set) -> bool:
+    """Whether `value` is carried, or turns into a carried value of its own type through ops
+    that are its only use (the causal mask's select): the same registers."""
+    while value not in carried:
+        uses = list(value.uses)
+        if len(uses) != 1 or len(uses[0].operation.results) != 1:
+            return False
+        result = uses[0].operation.results[0]
+        if result.type != value.type:
+            return False
+        value = result
+    return True
 
 
 def _buffers_across(loop: scf.ForOp) -> int:
