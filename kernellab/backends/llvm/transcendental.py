@@ -63,7 +63,15 @@ def _select_special(ctx, x, res):
 
 
 def _log_parts(ctx, x):
-    """(e as float, f, log1p(f)) with x = 2^e·(1+f), 1+f in [√½, √2)."""
+    """(e as float, log1p(f)) with x = 2^e·(1+f), 1+f in [√½, √2)."""
+    dk, f, hfsq, tail = _log_terms(ctx, x)
+    b = ctx.b
+    return dk, b.fsub(f, b.fsub(hfsq, tail))
+
+
+def _log_terms(ctx, x):
+    """(e as float, f, f²/2, s·(f²/2 + R(s²))) with x = 2^e·(1+f), 1+f in [√½, √2), s = f/(2+f):
+    log1p(f) = f - (f²/2 - that last term)."""
     b = ctx.b
     ty = x.type
     if ty == F32:
@@ -89,10 +97,7 @@ def _log_parts(ctx, x):
     z = b.fmul(s, s)
     r = b.fmul(z, horner(ctx, nterms, z))  # 2s^2/3 + 2s^4/5 + ...
     hfsq = b.fmul(_c(ty, 0.5), b.fmul(f, f))
-    # log1p(f) = f - (hfsq - s*(hfsq + r))
-    log1p = b.fsub(f, b.fsub(hfsq, b.fmul(s, b.fadd(hfsq, r))))
-    dk = b.sitofp(e, ty)
-    return dk, log1p
+    return b.sitofp(e, ty), f, hfsq, b.fmul(s, b.fadd(hfsq, r))
 
 
 def log_f32(ctx, x):
@@ -113,13 +118,25 @@ def log_f64(ctx, x):
     return _select_special(ctx, x, res)
 
 
+# 1/ln 2 as a 33-bit head (its products with a 21-bit head of log1p are exact) and the rest
+LOG2E_HI, LOG2E_LO = 1.4426950407214463, 1.6751713164886512e-10
+
+
 def log2_f64(ctx, x):
+    """e + log1p(f)/ln 2 within an ulp: log1p(f) as a head of its top 21 bits (f - f²/2 with the
+    low mantissa word cleared) and the rest, each times 1/ln 2 split the same way, e added to
+    the exact head product with the rounding error carried into the tail. One rounding of
+    log1p times one of 1/ln 2 alone came to 2 ulps where e = 0 (x = 0.714...)."""
     b = ctx.b
-    dk, l1p = _log_parts(ctx, x)
-    # log2e split so the product keeps ~ 2 more bits
-    hi = 1.4426950216293335
-    res = b.fadd(dk, _fma(ctx, l1p, _c(F64, hi), b.fmul(l1p, _c(F64, LOG2E - hi))))
-    return _select_special(ctx, x, res)
+    dk, f, hfsq, tail = _log_terms(ctx, x)
+    head = b.fsub(f, hfsq)
+    head = b.bitcast(b.and_(b.bitcast(head, I64), ir.Constant(I64, 0xFFFFFFFF00000000)), F64)
+    rest = b.fadd(b.fsub(b.fsub(f, head), hfsq), tail)
+    hi = b.fmul(head, _c(F64, LOG2E_HI))
+    lo = _fma(ctx, rest, _c(F64, LOG2E_HI), b.fmul(b.fadd(rest, head), _c(F64, LOG2E_LO)))
+    total = b.fadd(dk, hi)
+    lo = b.fadd(lo, b.fadd(b.fsub(dk, total), hi))
+    return _select_special(ctx, x, b.fadd(total, lo))
 
 
 # ------------------------------------------------------------------------------ sin/cos
