@@ -162,17 +162,22 @@ class InitBarrierOp(IRDLOperation):
         return cls(alloc, number)
 
 
-@op_definition
-class InvalBarrierOp(IRDLOperation):
-    """`ttng.inval_barrier %bar`: the mbarrier's bytes become ordinary shared memory again."""
+class _OnBarrierOp(IRDLOperation):
+    """`name %bar : !ttg.memdesc<1xi64, ...>`: an op on an mbarrier alone."""
 
-    name = "ttng.inval_barrier"
     alloc = operand_def(MemDescType)
     traits = traits_def(MemoryWriteEffect())
     assembly_format = "$alloc attr-dict `:` type($alloc)"
 
     def __init__(self, alloc: SSAValue):
         super().__init__(operands=[alloc])
+
+
+@op_definition
+class InvalBarrierOp(_OnBarrierOp):
+    """`ttng.inval_barrier %bar`: the mbarrier's bytes become ordinary shared memory again."""
+
+    name = "ttng.inval_barrier"
 
 
 @op_definition
@@ -232,18 +237,12 @@ class ArriveBarrierOp(IRDLOperation):
 
 
 @op_definition
-class AsyncCopyMbarrierArriveOp(IRDLOperation):
+class AsyncCopyMbarrierArriveOp(_OnBarrierOp):
     """`ttng.async_copy_mbarrier_arrive %bar`: the mbarrier counts this thread's arrival once
     every cp.async copy the thread issued before it has landed (`.noinc`: the barrier's init
     count includes these arrivals, one per thread)."""
 
     name = "ttng.async_copy_mbarrier_arrive"
-    alloc = operand_def(MemDescType)
-    traits = traits_def(MemoryWriteEffect())
-    assembly_format = "$alloc attr-dict `:` type($alloc)"
-
-    def __init__(self, alloc: SSAValue):
-        super().__init__(operands=[alloc])
 
 
 @op_definition
