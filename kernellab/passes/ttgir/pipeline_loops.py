@@ -57,6 +57,10 @@ copy's bytes are announced on its slot's barrier (`ttng.barrier_expect`, predica
 copies on the iteration existing), and `ttng.wait_barrier` on the read slot, with a parity the
 loop carries and flips each time the read slot wraps, replaces `ttg.async_wait`; the lowering
 puts the barrier before a refill where earlier reads of the slot are pending.
+On Hopper a loop of two or more warp-group dots whose program is alone on its SM (attention at
+head dim 128) hands its cp.async rings over by mbarriers instead of a `bar.sync` per iteration
+(`_handed_over`: a `full` and an `empty` barrier per slot and a slot more, so its warp groups
+drift up to an iteration apart); the compile option `ring_mbarriers=False` keeps the barrier.
 A fused loop nest (passes/fuse_nested_loops.py: tl.range(..., flatten=True)) is pipelined like
 any loop: its addresses are pure ops of its indices and of the per-tile branch, so the copies of
 iteration k+S-1 may be the next tile's; that branch's cheap rank-1 consumers (the tile's offsets
@@ -151,7 +155,7 @@ def run(module: ModuleOp, num_stages: int = 3, shared_limit: int | None = None,
         handed = ring_mbarriers and _handed_over(body, plan, async_dot) and fits(stages, False, True)
         if handed and sm is not None:
             plain = per_slot * _slots(body, async_dot, stages) + reserved + _buffers_across(loop)
-            handed = sm.programs(plain, threads, _registers_at_least(body)) == 1
+            handed = sm.programs(plain, threads, _estimated_registers(body)) == 1
             if not handed:
                 rewrites.note("bar-sync-ring-beside-other-programs")
 
@@ -785,7 +789,7 @@ def _handed_over(body: Block, plan: _Plan, async_dot: _AsyncDot | None) -> bool:
 _SCALAR_REGISTERS = 32
 
 
-def _registers_at_least(body: Block) -> int:
+def _estimated_registers(body: Block) -> int:
     """An estimate of the registers a thread needs in the loop, from the layouts: the tensors it
     carries and the results of its dots that neither accumulate into a carried tensor nor
     become one (`_becomes_carried`): the tutorial order's Q·Kᵀ scores. Each counts as many

@@ -13,7 +13,8 @@ destination with zeros and reads nothing.
 Barriers. Copies write shared memory behind the threads' backs, so the barrier tracker learns
 about them at the wait: `ttg.async_wait` is `cp.async.wait_group N` (this thread's copies have
 landed), then a `bar.sync` (every thread's have landed, and every read issued before the wait
-is done). wgmma reads the copies after that with no proxy fence, as in Triton's and
+is done); a ring handed over by mbarriers learns it at its barriers' waits instead
+(lowering/tma.py: `cp.async.mbarrier.arrive.noinc` signals a slot's copies). wgmma reads the copies after that with no proxy fence, as in Triton's and
 ThunderKittens' Hopper kernels (`fence.proxy.async` there measured 1.5-2% of attention at head
 dim 64 on an H200); the threads' ordinary writes of its operands are fenced
 (passes/ttgir/fence_insertion.py). A copy itself only needs the bytes it overwrites to be free of pending accesses; in a
@@ -30,7 +31,7 @@ from kernellab.backends.llvm.layout import Lay
 from kernellab.backends.llvm.memory import vector_width
 from kernellab.backends.llvm.shared_buffers import base_offset, buffer_interval, element_pointer, vector_run
 from kernellab.backends.llvm.types import I8, I32, I64, mem_bytes
-from kernellab.ir import ttg, ttng
+from kernellab.ir import ttg
 from kernellab.layouts import from_encoding
 from kernellab.layouts.banks import offsets
 
@@ -136,15 +137,9 @@ def _wait(ctx, op: ttg.AsyncWaitOp) -> None:
     ctx.set(op.result, None)
 
 
-def _mbarrier_arrive(ctx, op: ttng.AsyncCopyMbarrierArriveOp) -> None:
-    bar = ctx.b.ptrtoint(ctx.smem_ptr(base_offset(ctx, ctx.get(op.alloc))), I32)
-    ctx.asm(ir.VoidType(), "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", [bar])
-
-
 # op class -> fn(ctx, op): NVIDIA's rules for the pipeliner's ops
 RULES = {
     ttg.AsyncCopyGlobalToLocalOp: _async_copy,
     ttg.AsyncCommitGroupOp: _commit_group,
     ttg.AsyncWaitOp: _wait,
-    ttng.AsyncCopyMbarrierArriveOp: _mbarrier_arrive,
 }

@@ -147,6 +147,11 @@ def _arrive(ctx, op: ttng.ArriveBarrierOp) -> None:
     ctx.asm(VOID, text, "r,r", [ctx.b.zext(ctx.get(op.pred), I32), _smem_address(ctx, op.alloc)])
 
 
+def _copies_arrive(ctx, op: ttng.AsyncCopyMbarrierArriveOp) -> None:
+    text = "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];"
+    ctx.asm(VOID, text, "r", [_smem_address(ctx, op.alloc)])
+
+
 def _inval(ctx, op: ttng.InvalBarrierOp) -> None:
     if not isinstance(op.prev_op, ttng.InvalBarrierOp):
         ctx.barriers.barrier()  # every thread has left its waits
@@ -277,6 +282,7 @@ RULES = {
     ttng.AsyncTMACopyGlobalToLocalOp: _copy_in,
     ttng.WaitBarrierOp: _wait,
     ttng.ArriveBarrierOp: _arrive,
+    ttng.AsyncCopyMbarrierArriveOp: _copies_arrive,
     ttng.InvalBarrierOp: _inval,
     ttng.FenceAsyncSharedOp: _fence,
     ttng.AsyncTMACopyLocalToGlobalOp: _copy_out,
