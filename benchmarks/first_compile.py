@@ -5,7 +5,7 @@
 
 gpu.py's "compile" section times the first compile of vector add in a fresh process, `import
 kernellab` included (issue 13's figure); this runs the same child program (gpu.KERNELLAB_CHILD,
-after gpu.compile_bytecode) and breaks its time down. Every run is a fresh process with an
+after gpu.prepare_bytecode) and breaks its time down. Every run is a fresh process with an
 empty KERNELLAB_CACHE_DIR:
   timing runs      import, compile call and total, and each stage's time;
   import runs      the child under `-X importtime`: the milliseconds the modules of each
@@ -13,7 +13,11 @@ empty KERNELLAB_CACHE_DIR:
                    import), summed per package, and the costliest modules;
   collector runs   the milliseconds `dataclasses` spends making classes, per package (xDSL's
                    attributes, ops and constraints are dataclasses: Python 3.11 compiles each
-                   generated method from source), and the garbage collector's passes.
+                   generated method from source), and the garbage collector's passes;
+  library runs     a fresh process that imports only the xDSL and llvmlite modules the compile
+                   imported (listed by the first import run): what those two libraries cost
+                   before any kernellab code runs, a floor for the figure while the IR is
+                   xDSL's and LLVM is llvmlite's.
 Each figure is the median over the runs of its kind; the kinds take turns, so a busy machine
 slows them alike. The instrumented runs are slower than the timing runs: read their parts as
 shares. Results go to benchmarks/results/first-compile-<host>-<date>.json.
@@ -37,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpu import KERNELLAB_CHILD, compile_bytecode  # the figure's own child program
+from gpu import KERNELLAB_CHILD, prepare_bytecode  # the figure's own child program
 
 # Prepended to the child in the collector runs: times dataclass creation per package and every
 # collection of the cyclic garbage collector, and prints them when the child exits.
@@ -90,6 +94,28 @@ def run(
     raise RuntimeError(f"child exited {proc.returncode} without a result:\n{proc.stderr[-2000:]}")
 
 
+def library_program(imported: dict[str, float]) -> str:
+    """A child that imports the xDSL and llvmlite modules in `imported` (one import run's
+    modules, in the order they loaded) and prints its milliseconds."""
+    names = [m for m in imported if m.split(".")[0] in ("xdsl", "llvmlite")]
+    return "\n".join([
+        "import importlib, time",
+        "start = time.perf_counter()",
+        f"for name in {names!r}:",
+        "    importlib.import_module(name)",
+        "print('LIBRARIES', (time.perf_counter() - start) * 1e3)",
+    ])  # fmt: skip
+
+
+def run_plain(program: str, workdir: str) -> float:
+    """The milliseconds a fresh process running `program` (library_program's) reports."""
+    script = Path(workdir) / "libraries.py"
+    script.write_text(program)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=workdir, timeout=300, check=True)  # fmt: skip
+    return float(proc.stdout.split("LIBRARIES")[1])
+
+
 def import_times(stderr: str) -> dict[str, float]:
     """Milliseconds each module spent in its own top-level code, from `-X importtime` output."""
     return {
@@ -116,14 +142,18 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--target", default="sm_90a")
     args = parser.parse_args(argv)
-    bytecode = compile_bytecode()
-    timing, imports, collectors = [], [], []
+    timing, imports, collectors, libraries = [], [], [], []
+    library_child = None
     with tempfile.TemporaryDirectory(prefix="kl-first-compile-") as work:
+        bytecode = prepare_bytecode(args.target, work)
         for _ in range(args.runs):
             timing.append(run(KERNELLAB_CHILD, args.target, work)[0])
             imports.append(
                 import_times(run(KERNELLAB_CHILD, args.target, work, ("-X", "importtime"))[2])
             )
+            if library_child is None:
+                library_child = library_program(imports[0])
+            libraries.append(run_plain(library_child, work))
             stdout = run(COLLECTOR_PRELUDE + KERNELLAB_CHILD, args.target, work)[1]
             line = next(line for line in stdout.splitlines() if line.startswith("COLLECTOR "))
             collectors.append(json.loads(line[len("COLLECTOR ") :]))
@@ -162,6 +192,7 @@ def main(argv=None) -> int:
     )
     print("  stages (ms):", ", ".join(f"{s} {t:.1f}" for s, t in stages.items()),
           f"(sum {sum(stages.values()):.1f}; the rest of the call is importing the compiler)")  # fmt: skip
+    print(f"  importing only the xDSL and llvmlite modules it imports: {median(libraries):6.1f} ms")
     print("  module top-level code under -X importtime, per package (ms):")
     for package, t in package_ms.items():
         print(f"    {t:7.1f}  {package}")
@@ -178,7 +209,7 @@ def main(argv=None) -> int:
     out = ROOT / "benchmarks" / "results" / f"first-compile-{host}-{date}.json"
     out.write_text(json.dumps({
         "target": args.target, "runs": args.runs, "python": sys.version.split()[0], "bytecode": bytecode,
-        "median_ms": {"import kernellab": ms["import_s"], "compile call": ms["call_s"], "total": ms["total_s"]}, "stage_ms": stages, "import_ms_per_package": package_ms,
+        "median_ms": {"import kernellab": ms["import_s"], "compile call": ms["call_s"], "total": ms["total_s"]}, "stage_ms": stages, "libraries_alone_ms": median(libraries), "import_ms_per_package": package_ms,
         "costliest_modules_ms": {m: t for t, m in costliest},
         "dataclasses_per_package": {p: {"classes": n, "ms": t} for p, (n, t) in classes.items()},
         "gc_per_generation": {str(g): {"passes": n, "ms": t} for g, (n, t) in gc_ms.items()},
