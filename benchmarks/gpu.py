@@ -1224,7 +1224,7 @@ def attention_case(results, torch, timer, n_ctx, head_dim, causal):
     texts with the same tiles (attention_config), next to torch's scaled_dot_product_attention.
     The texts: the tutorial's order (examples.attention_fwd_kernel) and the overlapped one
     (examples.attention_fwd_overlapped_kernel); "kernellab" is the order
-    examples.attention_overlaps picks for the head dim, "kernellab other order" the other one,
+    examples.attention_overlaps picks for the case, "kernellab other order" the other one,
     and "kernellab bar.sync ring" the chosen order compiled with ring_mbarriers=False (a
     bar.sync per iteration, as Triton's loop, instead of the rings' mbarriers)."""
     case = f"N={n_ctx} D={head_dim}{' causal' if causal else ''}"
@@ -1247,7 +1247,7 @@ def attention_case(results, torch, timer, n_ctx, head_dim, causal):
         return prepare
 
     orders = {"overlapped order": attention_fwd_overlapped_kernel, "tutorial order": attention_fwd_kernel}
-    chosen = "overlapped order" if attention_overlaps(head_dim) else "tutorial order"
+    chosen = "overlapped order" if attention_overlaps(head_dim, n_ctx, causal) else "tutorial order"
     other = next(order for order in orders if order != chosen)
 
     def kernellab(order, **options):

@@ -429,25 +429,27 @@ def attention_fwd_overlapped_kernel(Q, K, V, Out, sm_scale, stride_qz, stride_qh
     tl.store(o_ptrs, out.to(Out.dtype.element_ty))
 
 
-def attention_overlaps(head_dim: int) -> bool:
-    """Whether attention_fwd_overlapped_kernel is the order to run at this head dim. Measured on
-    an H200 (benchmarks/gpu.py, 128x64 tiles on 8 warps, N 1024 to 16384): at 64, where the
-    softmax is the larger share of a tile's time, running P·V beside it was 1-3% faster without
-    a causal mask and within 2% with one; at 128 the overlapped order was 4-17% slower without a
-    mask and within 5% with one (it needs 186 registers a thread against 159)."""
-    return head_dim <= 64
+def attention_overlaps(head_dim: int, n_ctx: int = 0, causal: bool = False) -> bool:
+    """Whether attention_fwd_overlapped_kernel is the order to run. Measured on an H200
+    (benchmarks/gpu.py, 128x64 tiles on 8 warps): at head dim 64, where the softmax is the
+    larger share of a tile's time, running P·V beside it was 1-3% faster without a causal mask
+    and within 2% with one. At 128 it needs more registers (186 a thread against 159): 2-3%
+    slower at N 2048, within ±2.5% either way without a mask from N 4096 up, but 1.6-3.5%
+    faster with a causal mask from N 4096 up (four interleaved rounds at N 2048-16384, since
+    the rings pass by mbarriers; the diagonal tiles' masking is more softmax to overlap)."""
+    return head_dim <= 64 or (causal and n_ctx >= 4096)
 
 
 def attention(q, k, v, causal: bool, sm_scale: float, out, block_m: int = 128, block_n: int = 64,
               num_warps: int = 8, num_stages: int = 3, overlapped: bool | None = None):  # fmt: skip
     """Launch attention_fwd_kernel, or attention_fwd_overlapped_kernel when `overlapped` (by
-    default where `attention_overlaps`), on (batch, heads, n_ctx, head_dim) arrays; returns
-    `out`."""
+    default where `attention_overlaps` for the head dim, length and mask), on (batch, heads,
+    n_ctx, head_dim) arrays; returns `out`."""
     z, h, n_ctx, head_dim = q.shape
     grid = (n_ctx // block_m, z * h)
     strides = [_strides(a) for a in (q, k, v, out)]
     if overlapped is None:
-        overlapped = attention_overlaps(head_dim)
+        overlapped = attention_overlaps(head_dim, n_ctx, causal)
     kernel = attention_fwd_overlapped_kernel if overlapped else attention_fwd_kernel
     kernel[grid](
         q, k, v, out, sm_scale, *strides[0], *strides[1], *strides[2], *strides[3], h, n_ctx,

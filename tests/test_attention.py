@@ -30,6 +30,33 @@ def test_attention_matches_float64_on_the_interpreter(causal, overlapped):
     assert np.all(np.abs(out.astype(np.float64) - ref) <= bound)
 
 
+@pytest.mark.parametrize("head_dim, n_ctx, causal, overlapped", [
+    (64, 128, False, True), (64, 1024, True, True),  # head dim 64: always
+    (128, 16384, False, False), (128, 2048, True, False),  # 128: only causal from 4096 keys up
+    (128, 4096, True, True), (128, 16384, True, True),
+])  # fmt: skip
+def test_attention_launches_the_order_measured_faster(monkeypatch, head_dim, n_ctx, causal, overlapped):
+    """`attention` without `overlapped` launches the order `attention_overlaps` picks for the
+    head dim, the length and the mask (measured on an H200)."""
+    import kernellab.examples as examples
+
+    launched = []
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launched.append((self.name, grid, kwargs["CAUSAL"]))
+
+    monkeypatch.setattr(examples, "attention_fwd_kernel", Recorder("tutorial"))
+    monkeypatch.setattr(examples, "attention_fwd_overlapped_kernel", Recorder("overlapped"))
+    q = np.empty((1, 2, n_ctx, head_dim), np.float16)
+    attention(q, q, q, causal, head_dim**-0.5, q)
+    assert examples.attention_overlaps(head_dim, n_ctx, causal) is overlapped
+    assert launched == [("overlapped" if overlapped else "tutorial", (n_ctx // 128, 2), causal)]
+
+
 SIGNATURE = "*fp16,*fp16,*fp16,*fp16,fp32," + ",".join(["i32"] * 12) + ",i32,i32"
 ALIGNED = {name: {"tt.divisibility": 16} for name in (
     "Q", "K", "V", "Out", "stride_qz", "stride_qh", "stride_qm", "stride_kz", "stride_kh",
