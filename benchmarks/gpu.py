@@ -1516,11 +1516,25 @@ def bench_compile(results, target: str, on_gpu: bool):
     section = "compile"
     bytecode = prepare_bytecode(target, work)
 
-    def kernellab(mode: str, cache: str, expect_hit: bool):
+    def median_over_children(program: str, args: list[str], cache_variable: str, cache: str,
+                             expect_hit: bool, judge):
+        """A figure's measurement: `judge(result)` of COMPILE_RUNS fresh children running
+        `program`, each with an empty cache dir, or, when `expect_hit`, all with `cache`, which
+        one child fills first."""
+
         def once():
-            # a first compile starts from an empty cache each time; a cached one reuses `cache`
-            where = cache if expect_hit else tempfile.mkdtemp(prefix="kl-cache-", dir=work)
-            r = run_child(KERNELLAB_CHILD, [mode, target], {"KERNELLAB_CACHE_DIR": where}, work)
+            where = cache if expect_hit else tempfile.mkdtemp(prefix="cache-", dir=work)
+            return judge(run_child(program, args, {cache_variable: where}, work))
+
+        def run():
+            if expect_hit:
+                run_child(program, args, {cache_variable: cache}, work)
+            return median_of_fresh(once)
+
+        return run
+
+    def kernellab(mode: str, cache: str, expect_hit: bool):
+        def judge(r):
             if not r["correct"]:
                 return None, "WRONG result"
             if r["cache_hit"] != expect_hit:
@@ -1533,26 +1547,19 @@ def bench_compile(results, target: str, on_gpu: bool):
             value = r["total_s"] if mode == "compile" and not expect_hit else r["call_s"]
             return value * 1e3, f"import {r['import_s'] * 1e3:.0f} ms; stages ms: {stages}; {note}"
 
-        def run():
-            if expect_hit:  # the entry the cached runs hit
-                run_child(KERNELLAB_CHILD, [mode, target], {"KERNELLAB_CACHE_DIR": cache}, work)
-            return median_of_fresh(once)
-
-        return run
+        return median_over_children(KERNELLAB_CHILD, [mode, target], "KERNELLAB_CACHE_DIR", cache, expect_hit, judge)
 
     def triton_launch(cache: str, expect_hit: bool):
-        def once():
-            where = cache if expect_hit else tempfile.mkdtemp(prefix="triton-cache-", dir=work)
-            r = run_child(TRITON_CHILD, [], {"TRITON_CACHE_DIR": where}, work)
+        def judge(r):
             if not r["correct"]:
                 return None, "WRONG result"
             return r["call_s"] * 1e3, f"import {r['import_s'] * 1e3:.0f} ms"
 
+        measure = median_over_children(TRITON_CHILD, [], "TRITON_CACHE_DIR", cache, expect_hit, judge)
+
         def run():
             need_triton()
-            if expect_hit:
-                run_child(TRITON_CHILD, [], {"TRITON_CACHE_DIR": cache}, work)
-            return median_of_fresh(once)
+            return measure()
 
         return run
 
